@@ -1,0 +1,27 @@
+// Command roster-task is the task management system's command line (tools.md,
+// "roster-task"). On the host it manages homes, workers and partitions;
+// inside a box (ROSTER_OUTBOX set) the same binary speaks for the worker
+// through the run's outbox (dispatch-and-box.md, "Actions").
+package main
+
+import (
+	"os"
+
+	"github.com/roster-sh/roster/lib/cli"
+)
+
+// CLI is the host grammar. Each group of verbs lives in its own file.
+type CLI struct {
+	cli.Globals
+
+	Init   InitCmd   `cmd:"" help:"Create data/ (mode 0700) and a commented org.toml in the home."`
+	Worker WorkerCmd `cmd:"" help:"Add, list, remove, pause and resume workers."`
+	TaskCmds `embed:""`
+}
+
+func main() {
+	if os.Getenv("ROSTER_OUTBOX") != "" {
+		os.Exit(cli.Main("roster-task", &InboxCLI{}, os.Args[1:]))
+	}
+	os.Exit(cli.Main("roster-task", &CLI{}, os.Args[1:]))
+}

@@ -1,0 +1,5 @@
+package main
+
+// TaskCmds holds the task verbs (add, relay, ls, show, ...): lib/tms's
+// command line. Embedded in CLI.
+type TaskCmds struct{}

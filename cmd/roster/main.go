@@ -1,0 +1,140 @@
+// Command roster is the suite's thin router: `roster X ...` runs
+// `roster-X ...` (git-style), with a few friendlier routes (tools.md,
+// "roster"). It finds programs through lib/suite and exec(2)s them, so the
+// exit status and signals pass straight through. No kong here: every word
+// after the route belongs to the program it runs.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"github.com/roster-sh/roster/lib/suite"
+)
+
+// version is set at build time.
+var version = "dev"
+
+// route maps the words a person types to a program and the words it gets.
+type route struct {
+	words   []string // what you type after "roster"
+	prog    string   // roster-<prog>
+	prepend []string // words put before the rest of the arguments
+	help    string
+}
+
+var routes = []route{
+	{[]string{"init"}, "task", []string{"init"}, "create data/ and a commented org.toml"},
+	{[]string{"worker", "add"}, "task", []string{"worker", "add"}, "add a worker (its spec, uid and folders)"},
+	{[]string{"worker", "ls"}, "task", []string{"worker", "ls"}, "list workers"},
+	{[]string{"worker", "rm"}, "task", []string{"worker", "rm"}, "remove a worker"},
+	{[]string{"worker", "pause"}, "task", []string{"worker", "pause"}, "dispatch claims nothing for the worker"},
+	{[]string{"worker", "resume"}, "task", []string{"worker", "resume"}, "undo pause"},
+	{[]string{"worker", "task"}, "task", nil, "roster-task VERB ...: the task management system"},
+	{[]string{"worker", "run"}, "box", []string{"run"}, "an ad-hoc box for a worker"},
+	{[]string{"worker", "snapshot"}, "snap", []string{"take"}, "snapshot a worker's store"},
+	{[]string{"worker", "restore"}, "snap", []string{"restore"}, "restore a worker's store from a snapshot"},
+	{[]string{"server", "start"}, "dispatch", nil, "run the dispatch loop"},
+	{[]string{"server", "runs"}, "runs", nil, "roster-runs VERB ...: the run records"},
+	{[]string{"connection", "ls"}, "box", []string{"connections"}, "the folders a worker's boxes are given"},
+	{[]string{"lock"}, "lock", nil, "run a command under a named lock on a store"},
+}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "--help" || args[0] == "-h" {
+		if len(args) > 1 && args[0] == "help" {
+			return runProgram(resolve(args[1:2]), []string{"--help"}, stderr)
+		}
+		usage(stdout)
+		return 0
+	}
+	if args[0] == "--version" {
+		fmt.Fprintln(stdout, "roster", version)
+		return 0
+	}
+	if len(args[0]) > 0 && args[0][0] == '-' {
+		fmt.Fprintf(stderr, "roster: error: unknown option %q before the command\n", args[0])
+		fmt.Fprintln(stderr, "roster: hint: options go after the command: roster COMMAND [OPTIONS]; see 'roster help'")
+		return 2
+	}
+	r, rest := match(args)
+	return runProgram(r, rest, stderr)
+}
+
+// match finds the longest route whose words start args; any other first word
+// X routes to roster-X.
+func match(args []string) (route, []string) {
+	best := -1
+	for i, r := range routes {
+		if len(r.words) <= len(args) && equal(r.words, args[:len(r.words)]) {
+			if best < 0 || len(r.words) > len(routes[best].words) {
+				best = i
+			}
+		}
+	}
+	if best >= 0 {
+		r := routes[best]
+		rest := append(append([]string{}, r.prepend...), args[len(r.words):]...)
+		return r, rest
+	}
+	return route{prog: args[0]}, args[1:]
+}
+
+func resolve(words []string) route {
+	r, _ := match(words)
+	return r
+}
+
+func equal(a, b []string) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func runProgram(r route, rest []string, stderr io.Writer) int {
+	name := "roster-" + r.prog
+	path, err := suite.Find(name)
+	if err != nil {
+		fmt.Fprintf(stderr, "roster: error: %q is not a roster command (no %s found)\n", r.prog, name)
+		fmt.Fprintln(stderr, "roster: hint: see 'roster help' for the commands; programs are looked up in $ROSTER_EXEC_PATH, next to roster, then on PATH")
+		return 2
+	}
+	argv := append([]string{name}, rest...)
+	err = syscall.Exec(path, argv, os.Environ())
+	fmt.Fprintf(stderr, "roster: error: run %s: %v\n", path, err)
+	return 1
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: roster COMMAND [ARGS...]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	for _, r := range routes {
+		words := ""
+		for i, x := range r.words {
+			if i > 0 {
+				words += " "
+			}
+			words += x
+		}
+		target := "roster-" + r.prog
+		for _, p := range r.prepend {
+			target += " " + p
+		}
+		fmt.Fprintf(w, "  %-20s %-28s %s\n", words, "→ "+target, r.help)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Any other word X runs roster-X. Programs found here:")
+	for _, p := range suite.Programs() {
+		fmt.Fprintf(w, "  %s\n", p)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'roster help COMMAND' for a program's own help; see roster(1), roster(7).")
+}

@@ -1,0 +1,213 @@
+// Package cli is the one Main every roster program runs: kong parsing with
+// usage errors as exit 2, the exit-code table of tools.md in one switch,
+// "error:"/"hint:" lines on stderr, and the table and JSON Lines printers.
+//
+// Programs keep their grammar and Run methods in cmd/; Run methods take
+// *cli.Env (and the grammar's embedded *cli.Globals) and return an error
+// that wraps a lib/errs kind.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/home"
+)
+
+// Version is set at build time (-ldflags "-X .../lib/cli.Version=...").
+var Version = "dev"
+
+// Globals are the flags every program takes. Embed it in a grammar.
+type Globals struct {
+	Home    string           `name:"home" env:"ROSTER_HOME" default:"." placeholder:"DIR" help:"The roster home (env ROSTER_HOME; default: the current directory)."`
+	Version kong.VersionFlag `name:"version" help:"Print the version and exit."`
+}
+
+func (g *Globals) globals() *Globals { return g }
+
+// OpenHome opens the home named by --home, refusing one without data/.
+func (g *Globals) OpenHome() (home.Home, error) { return home.Open(g.Home) }
+
+type hasGlobals interface{ globals() *Globals }
+
+// Env is what a Run method writes to.
+type Env struct {
+	Name   string
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Ctx    context.Context
+}
+
+// Warn prints "NAME: warning: msg" on stderr.
+func (e *Env) Warn(format string, args ...any) {
+	fmt.Fprintf(e.Stderr, "%s: warning: %s\n", e.Name, fmt.Sprintf(format, args...))
+}
+
+// Exit codes (tools.md).
+const (
+	ExitOK          = 0
+	ExitFailure     = 1
+	ExitUsage       = 2
+	ExitNoHome      = 10
+	ExitBusy        = 11
+	ExitNotFound    = 12
+	ExitConflict    = 13
+	ExitRefused     = 14
+	ExitInterrupted = 130
+)
+
+// Code maps an error to its exit code: the one switch of the suite.
+func Code(err error) int {
+	var exit *errs.Exit
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &exit):
+		return exit.Code
+	case errors.Is(err, errs.ErrUsage):
+		return ExitUsage
+	case errors.Is(err, errs.ErrNoHome):
+		return ExitNoHome
+	case errors.Is(err, errs.ErrBusy):
+		return ExitBusy
+	case errors.Is(err, errs.ErrNotFound):
+		return ExitNotFound
+	case errors.Is(err, errs.ErrConflict):
+		return ExitConflict
+	case errors.Is(err, errs.ErrRefused):
+		return ExitRefused
+	case errors.Is(err, errs.ErrInterrupted), errors.Is(err, context.Canceled):
+		return ExitInterrupted
+	}
+	return ExitFailure
+}
+
+type exitPanic struct{ code int }
+
+// Main parses args (without the program name) against grammar, runs the
+// chosen command and returns the exit code. Extra kong options may be given.
+func Main(name string, grammar any, args []string, opts ...kong.Option) (code int) {
+	return MainEnv(&Env{Name: name, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Ctx: context.Background()}, grammar, args, opts...)
+}
+
+// MainEnv is Main with explicit streams (tests).
+func MainEnv(env *Env, grammar any, args []string, opts ...kong.Option) (code int) {
+	name := env.Name
+	base := []kong.Option{
+		kong.Name(name),
+		kong.Writers(env.Stdout, env.Stderr),
+		kong.Exit(func(c int) { panic(exitPanic{c}) }),
+		kong.Vars{"version": name + " " + Version},
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoExpandSubcommands: false}),
+		kong.Bind(env),
+		kong.BindTo(env.Ctx, (*context.Context)(nil)),
+	}
+	if g, ok := grammar.(hasGlobals); ok {
+		base = append(base, kong.Bind(g.globals()))
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(exitPanic); ok {
+				code = e.code
+				if code == 80 || (code != 0 && code != 1) {
+					code = ExitUsage
+				}
+				return
+			}
+			panic(r)
+		}
+	}()
+	parser, err := kong.New(grammar, append(base, opts...)...)
+	if err != nil {
+		panic(err) // a grammar bug, not a user error
+	}
+	if os.Getenv("ROSTER_DUMP_GRAMMAR") == "1" {
+		DumpGrammar(env.Stdout, parser.Model.Node)
+		return 0
+	}
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "%s: error: %s\n", name, err)
+		fmt.Fprintf(env.Stderr, "%s: hint: see '%s --help'\n", name, commandPath(name, kctx))
+		return ExitUsage
+	}
+	err = kctx.Run()
+	return Report(env, err)
+}
+
+func commandPath(name string, kctx *kong.Context) string {
+	if kctx == nil {
+		return name
+	}
+	if s := kctx.Command(); s != "" {
+		var words []string
+		for _, w := range strings.Fields(s) {
+			if !strings.HasPrefix(w, "<") {
+				words = append(words, w)
+			}
+		}
+		return name + " " + strings.Join(words, " ")
+	}
+	return name
+}
+
+// Report prints err as "error:"/"hint:" lines (nothing for errs.Exit) and
+// returns its exit code.
+func Report(env *Env, err error) int {
+	if err == nil {
+		return 0
+	}
+	var exit *errs.Exit
+	if errors.As(err, &exit) {
+		return exit.Code
+	}
+	fmt.Fprintf(env.Stderr, "%s: error: %s\n", env.Name, err)
+	var cand *errs.Candidates
+	if errors.As(err, &cand) {
+		for _, id := range cand.IDs {
+			fmt.Fprintf(env.Stderr, "%s: hint: candidate %s\n", env.Name, id)
+		}
+	}
+	if h := errs.HintOf(err); h != "" {
+		fmt.Fprintf(env.Stderr, "%s: hint: %s\n", env.Name, h)
+	}
+	return Code(err)
+}
+
+// DumpGrammar prints every command path and its flags, one per line
+// ("roster-task template add\t--cron"), for the man-page test.
+func DumpGrammar(w io.Writer, n *kong.Node) {
+	var lines []string
+	var walk func(n *kong.Node, path string)
+	walk = func(n *kong.Node, path string) {
+		if n.Hidden {
+			return
+		}
+		lines = append(lines, path)
+		for _, f := range n.Flags {
+			if f.Hidden || f.Name == "help" {
+				continue
+			}
+			lines = append(lines, path+"\t--"+f.Name)
+		}
+		for _, c := range n.Children {
+			if c.Type == kong.CommandNode {
+				walk(c, path+" "+c.Name)
+			}
+		}
+	}
+	walk(n, n.Name)
+	sort.Strings(lines)
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
+	}
+}

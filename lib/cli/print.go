@@ -1,0 +1,36 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Table prints rows under an upper-case header as an aligned table.
+func Table(w io.Writer, header []string, rows [][]string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range rows {
+		clean := make([]string, len(r))
+		for i, c := range r {
+			clean[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(c)
+		}
+		fmt.Fprintln(tw, strings.Join(clean, "\t"))
+	}
+	return tw.Flush()
+}
+
+// JSONLine prints v as one compact JSON object and a newline (JSON Lines).
+func JSONLine(w io.Writer, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}

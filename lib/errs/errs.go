@@ -1,0 +1,98 @@
+// Package errs holds the error kinds every roster program maps to an exit code.
+//
+// lib packages wrap one of these sentinels (fmt.Errorf("...: %w", errs.ErrNotFound))
+// and never print or exit; lib/cli turns the kind into the exit code of
+// tools.md in one switch. WithHint attaches the "hint:" line a person sees.
+package errs
+
+import "errors"
+
+// The kinds, one per documented exit code (tools.md, "Output and exit codes").
+var (
+	ErrUsage       = errors.New("usage")       // exit 2: bad flag, argument, name, ambiguous prefix
+	ErrNoHome      = errors.New("no home")     // exit 10: data/ missing or no such worker
+	ErrBusy        = errors.New("busy")        // exit 11: a lock is held
+	ErrNotFound    = errors.New("not found")   // exit 12
+	ErrConflict    = errors.New("conflict")    // exit 13
+	ErrRefused     = errors.New("refused")     // exit 14: unreadable data
+	ErrInterrupted = errors.New("interrupted") // exit 130
+)
+
+// Kind is an error of one of the kinds above with its own message: Error()
+// returns only the message, errors.Is matches the kind.
+type Kind struct {
+	Msg  string
+	Kind error
+}
+
+func (e *Kind) Error() string { return e.Msg }
+func (e *Kind) Unwrap() error { return e.Kind }
+
+// New returns an error of the given kind whose text is msg alone.
+func New(kind error, msg string) error { return &Kind{Msg: msg, Kind: kind} }
+
+// Hinted carries a hint for the person reading the error.
+type Hinted struct {
+	Err  error
+	Hint string
+}
+
+func (e *Hinted) Error() string { return e.Err.Error() }
+func (e *Hinted) Unwrap() error { return e.Err }
+
+// WithHint attaches a hint line to err (nil stays nil).
+func WithHint(err error, hint string) error {
+	if err == nil {
+		return nil
+	}
+	return &Hinted{Err: err, Hint: hint}
+}
+
+// HintOf returns the outermost hint attached to err, or "".
+func HintOf(err error) string {
+	var h *Hinted
+	if errors.As(err, &h) {
+		return h.Hint
+	}
+	return ""
+}
+
+// Candidates is an ambiguous-prefix error: it lists what the prefix matched.
+type Candidates struct {
+	What   string // "task", "run", "snapshot"
+	Prefix string
+	IDs    []string
+}
+
+func (e *Candidates) Error() string {
+	return e.What + " prefix \"" + e.Prefix + "\" is ambiguous"
+}
+func (e *Candidates) Unwrap() error { return ErrUsage }
+
+// Exit asks the program to exit with Code without printing anything: a child's
+// status passed through (roster-lock), or a "no" from a yes/no question.
+type Exit struct{ Code int }
+
+func (e *Exit) Error() string { return "exit status " + itoa(e.Code) }
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}

@@ -1,0 +1,54 @@
+// Package fsx holds the few filesystem operations every roster write goes
+// through: atomic durable replace, durable JSON Lines append, flock with a
+// bound, and safe opening of anything a box can write.
+//
+// Invariants: a replaced file is fsynced, renamed over the old one and its
+// folder fsynced, so a crash leaves the old or the new file, never a torn
+// one. Nothing here follows a symlink or blocks on a FIFO in a folder a box
+// can write.
+package fsx
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/google/renameio/v2"
+)
+
+// WriteFile atomically and durably replaces path with data: temporary file
+// beside it, fsync, rename over, fsync the folder (renameio does not).
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	if err := renameio.WriteFile(path, data, perm, renameio.WithStaticPermissions(perm)); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// SyncDir fsyncs a folder so that a rename or create in it is durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync folder %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync folder %s: %w", dir, err)
+	}
+	return nil
+}
+
+// MkdirDurable creates dir (one level) with perm exactly (umask ignored) and
+// fsyncs its parent. An existing folder is left as it is.
+func MkdirDurable(dir string, perm os.FileMode) error {
+	if err := os.Mkdir(dir, perm); err != nil {
+		if os.IsExist(err) {
+			return nil
+		}
+		return err
+	}
+	if err := os.Chmod(dir, perm); err != nil { // root-made folder, umask undone
+		return err
+	}
+	return SyncDir(filepath.Dir(dir))
+}

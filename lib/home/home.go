@@ -1,0 +1,109 @@
+// Package home is the only code that knows paths in a roster home and its
+// data tree (layout.md), the name rules, and the id formats.
+//
+// Nothing else joins path strings for the data tree: every program asks a
+// Home or a Worker for the path it needs.
+package home
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/roster-sh/roster/lib/errs"
+)
+
+// Home is a roster home: org.toml, workers/*.toml and the data/ tree.
+type Home struct {
+	Dir string // absolute
+}
+
+// At returns the home at dir without checking it exists (for `init`).
+func At(dir string) (Home, error) {
+	if dir == "" {
+		dir = "."
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Home{}, fmt.Errorf("home %q: %w", dir, err)
+	}
+	return Home{Dir: abs}, nil
+}
+
+// Open returns the home at dir, refusing one without data/ (exit 10).
+func Open(dir string) (Home, error) {
+	h, err := At(dir)
+	if err != nil {
+		return h, err
+	}
+	fi, err := os.Stat(h.Data())
+	if err != nil || !fi.IsDir() {
+		return h, errs.WithHint(
+			fmt.Errorf("no roster home at %s (no data/ folder): %w", h.Dir, errs.ErrNoHome),
+			"run `roster init` there, or point --home (ROSTER_HOME) at an existing home")
+	}
+	return h, nil
+}
+
+func (h Home) OrgFile() string    { return filepath.Join(h.Dir, "org.toml") }
+func (h Home) WorkersDir() string { return filepath.Join(h.Dir, "workers") }
+func (h Home) SpecFile(w string) string {
+	return filepath.Join(h.Dir, "workers", w+".toml")
+}
+func (h Home) Data() string         { return filepath.Join(h.Dir, "data") }
+func (h Home) DataWorkers() string  { return filepath.Join(h.Dir, "data", "workers") }
+func (h Home) DispatchLock() string { return filepath.Join(h.Dir, "data", "dispatch.lock") }
+func (h Home) DispatchJSON() string { return filepath.Join(h.Dir, "data", "dispatch.json") }
+
+// ContainerRoot is libcontainer's state root, outside the data tree so that
+// a reboot clears it (layout.md).
+const ContainerRoot = "/run/roster"
+
+// ContainerID is the libcontainer id of a run's box.
+func ContainerID(run string) string { return "roster-" + run }
+
+// Worker returns the paths of worker name's folder. It does not check the
+// name; callers validate names that come from outside with ValidWorker.
+func (h Home) Worker(name string) Worker {
+	return Worker{Name: name, Dir: filepath.Join(h.Dir, "data", "workers", name)}
+}
+
+// Worker is one worker's folder in the data tree.
+type Worker struct {
+	Name string
+	Dir  string
+}
+
+func (w Worker) Store() string           { return filepath.Join(w.Dir, "store") }
+func (w Worker) StoreLocksMount() string { return filepath.Join(w.Dir, "store", ".locks") }
+func (w Worker) Locks() string           { return filepath.Join(w.Dir, "locks") }
+func (w Worker) StoreLock() string       { return filepath.Join(w.Dir, "locks", "store") }
+func (w Worker) ChannelStores() string   { return filepath.Join(w.Dir, "channel-stores") }
+func (w Worker) Snapshots() string       { return filepath.Join(w.Dir, "store-snapshots") }
+func (w Worker) Tasks() string           { return filepath.Join(w.Dir, "tasks") }
+func (w Worker) TasksFile() string       { return filepath.Join(w.Dir, "tasks", "tasks.json") }
+func (w Worker) Journal() string         { return filepath.Join(w.Dir, "tasks", "journal.jsonl") }
+func (w Worker) TasksLock() string       { return filepath.Join(w.Dir, "tasks", ".lock") }
+func (w Worker) View() string            { return filepath.Join(w.Dir, "view") }
+func (w Worker) Schedule() string        { return filepath.Join(w.Dir, "view", "schedule.json") }
+func (w Worker) Runs() string            { return filepath.Join(w.Dir, "runs") }
+func (w Worker) Run(id string) string    { return filepath.Join(w.Dir, "runs", id) }
+
+// ChannelStore is the folder of one channel's store; chan is the channel
+// name (not encoded).
+func (w Worker) ChannelStore(channel string) (string, error) {
+	enc, err := EncodeChannel(channel)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(w.Dir, "channel-stores", enc), nil
+}
+
+// Run-folder files (dispatch-and-box.md, "Run records").
+func RunJSON(runDir string) string      { return filepath.Join(runDir, "run.json") }
+func BoxJSON(runDir string) string      { return filepath.Join(runDir, "box.json") }
+func Briefing(runDir string) string     { return filepath.Join(runDir, "briefing.md") }
+func Recall(runDir string) string       { return filepath.Join(runDir, "recall.json") }
+func Transcript(runDir string) string   { return filepath.Join(runDir, "transcript.log") }
+func Outbox(runDir string) string       { return filepath.Join(runDir, "outbox") }
+func StoreChanges(runDir string) string { return filepath.Join(runDir, "store-changes.txt") }

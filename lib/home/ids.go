@@ -1,0 +1,108 @@
+package home
+
+import (
+	"crypto/rand"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/roster-sh/roster/lib/errs"
+)
+
+const (
+	runLayout  = "2006-01-02-15-04-05"
+	snapLayout = "20060102-150405.000"
+	base36     = "0123456789abcdefghijklmnopqrstuvwxyz"
+)
+
+var (
+	runRE       = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-[0-9a-z]{4}$`)
+	filedTaskRE = regexp.MustCompile(`^t-\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-[0-9a-z]{4}$`)
+	firedTaskRE = regexp.MustCompile(`^t-\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-[a-z][a-z0-9_-]{0,62}\.[a-z][a-z0-9_-]{0,62}$`)
+	snapRE      = regexp.MustCompile(`^\d{8}-\d{6}\.\d{3}$`)
+)
+
+func randSuffix() string {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	for i := range b {
+		b[i] = base36[int(b[i])%36]
+	}
+	return string(b[:])
+}
+
+// NewRunID returns a run id for a run starting at t: YYYY-MM-DD-HH-MM-SS-xxxx, UTC.
+func NewRunID(t time.Time) string { return t.UTC().Format(runLayout) + "-" + randSuffix() }
+
+// NewTaskID returns the id of a task created at t: "t-" + the run-id form.
+func NewTaskID(t time.Time) string { return "t-" + NewRunID(t) }
+
+// FiredTaskID is the id of the task a template fires for one activation, so
+// one activation can only ever make one task.
+func FiredTaskID(activation time.Time, worker, template string) string {
+	return "t-" + activation.UTC().Format(runLayout) + "-" + worker + "." + template
+}
+
+// NewSnapshotID returns the id of a snapshot taken at t: YYYYMMDD-HHMMSS.mmm, UTC.
+func NewSnapshotID(t time.Time) string { return t.UTC().Format(snapLayout) }
+
+// SnapshotTime parses a snapshot id back to its time.
+func SnapshotTime(id string) (time.Time, error) {
+	return time.Parse(snapLayout, id)
+}
+
+// RunTime parses the time out of a run id.
+func RunTime(id string) (time.Time, error) {
+	if !runRE.MatchString(id) {
+		return time.Time{}, fmt.Errorf("run id %q: not of the form YYYY-MM-DD-HH-MM-SS-xxxx", id)
+	}
+	return time.Parse(runLayout, id[:len(runLayout)])
+}
+
+func IsRunID(s string) bool      { return runRE.MatchString(s) }
+func IsTaskID(s string) bool     { return filedTaskRE.MatchString(s) || firedTaskRE.MatchString(s) }
+func IsSnapshotID(s string) bool { return snapRE.MatchString(s) }
+
+// Resolve finds the one id among candidates that prefix names. An exact match
+// wins; otherwise the prefix must match exactly one (several: exit 2 listing
+// them; none: exit 12). For tasks the prefix may leave out the "t-".
+func Resolve(what, prefix string, candidates []string) (string, error) {
+	if prefix == "" {
+		return "", errs.New(errs.ErrUsage, what+": empty id")
+	}
+	var found []string
+	for _, c := range candidates {
+		if c == prefix {
+			return c, nil
+		}
+		if strings.HasPrefix(c, prefix) || (what == "task" && strings.HasPrefix(c, "t-"+prefix)) {
+			found = append(found, c)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", errs.New(errs.ErrNotFound, fmt.Sprintf("%s %q: not found", what, prefix))
+	case 1:
+		return found[0], nil
+	}
+	sort.Strings(found)
+	found = dedup(found)
+	if len(found) == 1 {
+		return found[0], nil
+	}
+	return "", &errs.Candidates{What: what, Prefix: prefix, IDs: found}
+}
+
+func dedup(s []string) []string {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
