@@ -1,0 +1,99 @@
+package runs
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/fsx"
+	"github.com/roster-sh/roster/lib/home"
+)
+
+// Evidence is the host's reasons for an attestation; the same shape in
+// journal lines and run.json (layout.md).
+type Evidence struct {
+	Exit           int    `json:"exit"`
+	Signal         string `json:"signal"`
+	Ceiling        bool   `json:"ceiling"`
+	Report         string `json:"report"` // "complete" | "fail" | "none"
+	Reason         string `json:"reason"`
+	RefusedActions int    `json:"refused_actions"`
+	Note           string `json:"note"`
+}
+
+// Report is what the box said about its own work (evidence, not verdict).
+type Report struct {
+	Status string `json:"status"` // "complete" | "fail" | "none"
+	Text   string `json:"text,omitempty"`
+}
+
+// Cost is what a run used, read from its cgroup before Destroy.
+type Cost struct {
+	WallSeconds     float64 `json:"wall_seconds"`
+	CPUSeconds      float64 `json:"cpu_seconds"`
+	MemoryPeakBytes uint64  `json:"memory_peak_bytes"`
+}
+
+// ActionRecord is one action a run asked for and what became of it.
+type ActionRecord struct {
+	N       int    `json:"n"`
+	Kind    string `json:"kind"`
+	Outcome string `json:"outcome"` // "ok" or "refused: reason"
+	Task    string `json:"task,omitempty"`
+	Gate    string `json:"gate,omitempty"`
+}
+
+// Record is runs/RUN/run.json (dispatch-and-box.md, "Run records"): written
+// when the run starts and replaced when it ends. Nothing in it is written by
+// the worker; it is all computed from what happened.
+type Record struct {
+	Format    int            `json:"format"`
+	ID        string         `json:"id"`
+	Worker    string         `json:"worker"`
+	Task      string         `json:"task,omitempty"`
+	Kind      string         `json:"kind"` // the task's kind, or "adhoc"
+	Standing  string         `json:"standing,omitempty"`
+	Channel   string         `json:"channel"`
+	StartedAt time.Time      `json:"started_at"`
+	EndedAt   *time.Time     `json:"ended_at,omitempty"`
+	Ended     string         `json:"ended,omitempty"` // "done" | "error" | "ceiling" | "idle"; empty while live
+	ExitCode  *int           `json:"exit_code,omitempty"`
+	Signal    string         `json:"signal"`
+	Report    Report         `json:"report"`
+	Attested  string         `json:"attested"` // completed | failed | needs-review | canceled | "" (ad-hoc)
+	Evidence  *Evidence      `json:"evidence,omitempty"`
+	Ceiling   string         `json:"ceiling"`
+	Cost      Cost           `json:"cost"`
+	Actions   []ActionRecord `json:"actions"`
+	Snapshot  string         `json:"snapshot"` // snapshot id, "unchanged", "store busy", "snapshots unavailable", ...
+}
+
+// WriteRecord writes runDir/run.json atomically.
+func WriteRecord(runDir string, r *Record) error {
+	r.Format = 1
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return fsx.WriteFile(home.RunJSON(runDir), append(data, '\n'), 0o644)
+}
+
+// ReadRecord reads runDir/run.json, refusing a corrupt file or an unknown
+// format (exit 14).
+func ReadRecord(runDir string) (*Record, error) {
+	path := home.RunJSON(runDir)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Record
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: %v: %w", path, err, errs.ErrRefused)
+	}
+	if r.Format != 1 {
+		return nil, fmt.Errorf("%s: unknown format %d: %w", path, r.Format, errs.ErrRefused)
+	}
+	return &r, nil
+}
