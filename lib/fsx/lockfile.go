@@ -7,6 +7,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// ErrSymlink is returned for a symlink where a lock file was expected (it
+// also matches unix.ELOOP).
+var ErrSymlink = &symlinkError{}
+
+type symlinkError struct{}
+
+func (*symlinkError) Error() string        { return "is a symlink; refusing to follow it" }
+func (*symlinkError) Is(target error) bool { return target == unix.ELOOP }
+
 // OpenLockFile opens lock file name in a lock folder that boxes can write
 // (store.md, "Locks"): read-only with O_NOFOLLOW | O_NONBLOCK, and only a
 // regular file; a missing one is created with O_CREAT | O_EXCL (never plain
@@ -32,7 +41,7 @@ func OpenLockFile(dir *os.File, name string) (*os.File, error) {
 			}
 		}
 		if err == unix.ELOOP || err == unix.EMLINK {
-			return nil, &os.PathError{Op: "open lock", Path: path, Err: fmt.Errorf("is a symlink; refusing to follow it")}
+			return nil, &os.PathError{Op: "open lock", Path: path, Err: ErrSymlink}
 		}
 		if err != nil {
 			return nil, &os.PathError{Op: "open lock", Path: path, Err: err}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/fsx"
+	"github.com/roster-sh/roster/lib/home"
+)
+
+// openFolder resolves and opens the lock folder (tools.md): --worker W is
+// data/workers/W/locks; --store DIR is DIR/.locks, except a worker's own
+// store, which means --worker (its .locks is only an empty mount point on
+// the host); inside a box the default is $HOME/store; on the host there is
+// no default.
+func (c *CLI) openFolder(g *cli.Globals) (*os.File, error) {
+	var path string
+	var err error
+	switch {
+	case c.Worker != "":
+		path, err = workerLocks(g.Home, c.Worker)
+	case c.Store != "":
+		path, err = storeLocks(g.Home, c.Store)
+	case os.Getenv("ROSTER_OUTBOX") != "":
+		h := os.Getenv("HOME")
+		if h == "" {
+			return nil, errs.WithHint(errs.New(errs.ErrUsage, "inside a box with no $HOME: no default store"),
+				"name the store with --store DIR")
+		}
+		path, err = storeLocks("", filepath.Join(h, "store"))
+	default:
+		return nil, errs.WithHint(errs.New(errs.ErrUsage, "no lock folder: give --worker W or --store DIR"),
+			"on the host a worker's locks are --worker W; only inside a box is $HOME/store the default")
+	}
+	if err != nil {
+		return nil, err
+	}
+	d, err := fsx.OpenDir(path)
+	switch {
+	case err == nil:
+		return d, nil
+	case errors.Is(err, unix.ENOENT):
+		return nil, errs.WithHint(errs.New(errs.ErrNoHome, fmt.Sprintf("no lock folder at %s", path)),
+			"a worker's lock folder is made by `roster worker add`; for another store, create DIR/.locks")
+	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
+		return nil, errs.WithHint(errs.New(errs.ErrRefused, fmt.Sprintf("lock folder %s is a symlink or not a folder; refusing it", path)),
+			"the lock folder must be a real folder")
+	}
+	return nil, err
+}
+
+// workerLocks is worker w's lock folder; the worker must exist.
+func workerLocks(homeDir, w string) (string, error) {
+	if err := home.ValidWorker(w); err != nil {
+		return "", err
+	}
+	h, err := home.Open(homeDir)
+	if err != nil {
+		return "", err
+	}
+	wk := h.Worker(w)
+	if fi, err := os.Stat(wk.Dir); err != nil || !fi.IsDir() {
+		return "", errs.WithHint(errs.New(errs.ErrNoHome, fmt.Sprintf("no worker %q in %s", w, h.Dir)),
+			"`roster worker ls` lists the workers; --home (ROSTER_HOME) picks the home")
+	}
+	return wk.Locks(), nil
+}
+
+// storeLocks is DIR/.locks, or the worker's lock folder when DIR is a
+// worker's own store: recognised by its place in a data tree
+// (HOME/data/workers/W/store) or, for any other path to it (a bind mount,
+// a symlink), by device and inode against every worker's store in the home.
+func storeLocks(homeDir, dir string) (string, error) {
+	st, err := os.Stat(dir)
+	if err != nil || !st.IsDir() {
+		return "", errs.WithHint(errs.New(errs.ErrNoHome, fmt.Sprintf("no store at %s", dir)),
+			"--store names an existing folder whose .locks holds the lock files")
+	}
+	if w, ok := workerOf(dir, st); ok {
+		return w.Locks(), nil
+	}
+	if homeDir != "" {
+		if h, err := home.Open(homeDir); err == nil {
+			names, _ := readNames(h.DataWorkers())
+			for _, n := range names {
+				if home.ValidWorker(n) != nil {
+					continue
+				}
+				w := h.Worker(n)
+				if fi, err := os.Stat(w.Store()); err == nil && os.SameFile(fi, st) {
+					return w.Locks(), nil
+				}
+			}
+		}
+	}
+	return filepath.Join(dir, ".locks"), nil
+}
+
+// workerOf recognises DIR as HOME/data/workers/W/store by its real path.
+func workerOf(dir string, st os.FileInfo) (home.Worker, bool) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return home.Worker{}, false
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil || filepath.Base(real) != "store" {
+		return home.Worker{}, false
+	}
+	wdir := filepath.Dir(real)
+	workers := filepath.Dir(wdir)
+	data := filepath.Dir(workers)
+	if filepath.Base(workers) != "workers" || filepath.Base(data) != "data" {
+		return home.Worker{}, false
+	}
+	name := filepath.Base(wdir)
+	if home.ValidWorker(name) != nil {
+		return home.Worker{}, false
+	}
+	h, err := home.At(filepath.Dir(data))
+	if err != nil {
+		return home.Worker{}, false
+	}
+	w := h.Worker(name)
+	if fi, err := os.Stat(w.Store()); err != nil || !os.SameFile(fi, st) {
+		return home.Worker{}, false
+	}
+	return w, true
+}
+
+func readNames(dir string) ([]string, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Readdirnames(-1)
+}
