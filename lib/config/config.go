@@ -1,0 +1,452 @@
+// Package config reads the settings people write: org.toml and the worker
+// specs workers/NAME.toml (layout.md).
+//
+// Both are parsed strictly: an unknown key, a value of the wrong type or an
+// invalid value is refused (errs.ErrRefused, exit 14) with an error that
+// names the file, the line and the key, so that a typo never falls back to a
+// default silently. A missing org.toml means every default; a missing
+// worker spec means there is no such worker (errs.ErrNoHome, exit 10).
+// Settings that are allowed but dangerous come back as Warnings, for each
+// program to print once when it loads them.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/home"
+)
+
+// Org is org.toml with every default filled in.
+type Org struct {
+	Storage struct {
+		Snapshots int   // store.snapshots: complete snapshots kept per worker; 0 disables snapshots
+		MinFree   int64 // store.min_free, bytes
+		RunsKeep  int   // runs.keep: run folders kept per worker
+	}
+	Dispatch struct {
+		Cap         int           // boxes at once, all workers together
+		Poll        time.Duration // longest sleep between ticks
+		Credentials []string      // "file:PATH" or "env:NAME"; empty = never hold
+	}
+	Ceilings struct {
+		Filed, Recurring, Heartbeat, Relay, Continuation, Adhoc time.Duration
+	}
+	Budget struct {
+		Proactive time.Duration // box time per worker per local day for proactive work
+		Unlimited bool          // proactive = "off"
+	}
+	Warnings []string
+}
+
+// Defaults (layout.md, "org.toml").
+const (
+	DefaultSnapshots = 14
+	DefaultMinFree   = "1GiB"
+	DefaultRunsKeep  = 1000
+	DefaultCap       = 3
+	DefaultPoll      = "2s"
+	DefaultProactive = "2h"
+)
+
+// DefaultCeilings are the wall-clock limits of a run by the task's kind.
+var DefaultCeilings = map[string]string{
+	"filed": "30m", "recurring": "20m", "heartbeat": "20m",
+	"relay": "15m", "continuation": "30m", "adhoc": "30m",
+}
+
+// Ceiling returns the wall-clock limit for a task of kind (filed, recurring,
+// heartbeat, relay, continuation, adhoc); an unknown kind gets adhoc's.
+func (o *Org) Ceiling(kind string) time.Duration {
+	switch kind {
+	case "filed":
+		return o.Ceilings.Filed
+	case "recurring":
+		return o.Ceilings.Recurring
+	case "heartbeat":
+		return o.Ceilings.Heartbeat
+	case "relay":
+		return o.Ceilings.Relay
+	case "continuation":
+		return o.Ceilings.Continuation
+	}
+	return o.Ceilings.Adhoc
+}
+
+// orgFile is org.toml as written; the values are validated after decoding.
+type orgFile struct {
+	Storage struct {
+		Store struct {
+			Snapshots int `toml:"snapshots"`
+			MinFree   any `toml:"min_free"`
+		} `toml:"store"`
+		Runs struct {
+			Keep int `toml:"keep"`
+		} `toml:"runs"`
+	} `toml:"storage"`
+	Dispatch struct {
+		Cap         int      `toml:"cap"`
+		Poll        string   `toml:"poll"`
+		Credentials []string `toml:"credentials"`
+	} `toml:"dispatch"`
+	Ceilings struct {
+		Filed        string `toml:"filed"`
+		Recurring    string `toml:"recurring"`
+		Heartbeat    string `toml:"heartbeat"`
+		Relay        string `toml:"relay"`
+		Continuation string `toml:"continuation"`
+		Adhoc        string `toml:"adhoc"`
+	} `toml:"ceilings"`
+	Budget struct {
+		Proactive string `toml:"proactive"`
+	} `toml:"budget"`
+}
+
+// LoadOrg reads org.toml of h; a missing file means all defaults.
+func LoadOrg(h home.Home) (*Org, error) {
+	data, err := os.ReadFile(h.OrgFile())
+	if errors.Is(err, fs.ErrNotExist) {
+		data = nil
+	} else if err != nil {
+		return nil, errs.New(errs.ErrRefused, fmt.Sprintf("%s: cannot read: %v", h.OrgFile(), unwrapPath(err)))
+	}
+	return ParseOrg(h.OrgFile(), data)
+}
+
+// ParseOrg parses the text of an org.toml; file names it in errors.
+func ParseOrg(file string, data []byte) (*Org, error) {
+	var f orgFile
+	f.Storage.Store.Snapshots = DefaultSnapshots
+	f.Storage.Store.MinFree = DefaultMinFree
+	f.Storage.Runs.Keep = DefaultRunsKeep
+	f.Dispatch.Cap = DefaultCap
+	f.Dispatch.Poll = DefaultPoll
+	f.Ceilings.Filed = DefaultCeilings["filed"]
+	f.Ceilings.Recurring = DefaultCeilings["recurring"]
+	f.Ceilings.Heartbeat = DefaultCeilings["heartbeat"]
+	f.Ceilings.Relay = DefaultCeilings["relay"]
+	f.Ceilings.Continuation = DefaultCeilings["continuation"]
+	f.Ceilings.Adhoc = DefaultCeilings["adhoc"]
+	f.Budget.Proactive = DefaultProactive
+	if err := decodeStrict(data, &f); err != nil {
+		return nil, decodeError(file, err)
+	}
+	lines := keyLines(data)
+	bad := func(key, msg string) error { return specError(file, lines[key], key, msg) }
+
+	o := &Org{}
+	var err error
+	if f.Storage.Store.Snapshots < 0 {
+		return nil, bad("storage.store.snapshots", "must be 0 (no snapshots) or more")
+	}
+	o.Storage.Snapshots = f.Storage.Store.Snapshots
+	if o.Storage.MinFree, err = sizeValue(f.Storage.Store.MinFree); err != nil {
+		return nil, bad("storage.store.min_free", err.Error())
+	}
+	if f.Storage.Runs.Keep < 1 {
+		return nil, bad("storage.runs.keep", "must be 1 or more")
+	}
+	o.Storage.RunsKeep = f.Storage.Runs.Keep
+	if f.Dispatch.Cap < 1 {
+		return nil, bad("dispatch.cap", "must be 1 or more")
+	}
+	o.Dispatch.Cap = f.Dispatch.Cap
+	if o.Dispatch.Poll, err = ParseDuration(f.Dispatch.Poll, false); err != nil {
+		return nil, bad("dispatch.poll", err.Error())
+	}
+	for _, c := range f.Dispatch.Credentials {
+		if err := validCredential(c); err != nil {
+			return nil, bad("dispatch.credentials", err.Error())
+		}
+	}
+	o.Dispatch.Credentials = append([]string{}, f.Dispatch.Credentials...)
+	for _, c := range []struct {
+		key string
+		s   string
+		d   *time.Duration
+	}{
+		{"filed", f.Ceilings.Filed, &o.Ceilings.Filed},
+		{"recurring", f.Ceilings.Recurring, &o.Ceilings.Recurring},
+		{"heartbeat", f.Ceilings.Heartbeat, &o.Ceilings.Heartbeat},
+		{"relay", f.Ceilings.Relay, &o.Ceilings.Relay},
+		{"continuation", f.Ceilings.Continuation, &o.Ceilings.Continuation},
+		{"adhoc", f.Ceilings.Adhoc, &o.Ceilings.Adhoc},
+	} {
+		if *c.d, err = ParseDuration(c.s, false); err != nil {
+			return nil, bad("ceilings."+c.key, err.Error())
+		}
+	}
+	if o.Budget.Proactive, err = ParseDuration(f.Budget.Proactive, true); err != nil {
+		return nil, bad("budget.proactive", err.Error())
+	}
+	o.Budget.Unlimited = o.Budget.Proactive == 0
+	return o, nil
+}
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func validCredential(c string) error {
+	switch {
+	case strings.HasPrefix(c, "file:"):
+		if !filepath.IsAbs(c[5:]) {
+			return fmt.Errorf("%q: the path after file: must be absolute", c)
+		}
+		return nil
+	case strings.HasPrefix(c, "env:"):
+		if !envNameRE.MatchString(c[4:]) {
+			return fmt.Errorf("%q: the name after env: is not an environment variable name", c)
+		}
+		return nil
+	}
+	return fmt.Errorf("%q: a credential is \"file:PATH\" or \"env:NAME\"", c)
+}
+
+func decodeStrict(data []byte, v any) error {
+	d := toml.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	return d.Decode(v)
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Worker is one worker spec, workers/NAME.toml, with defaults filled in.
+type Worker struct {
+	Name, Role  string
+	Command     []string
+	Heartbeat   time.Duration // 0 = "off"
+	UID         int           // the box user; gid is the same number
+	Concurrency int
+	Rootfs      string // "" = the host's /usr under a generated root
+	Network     string // "none" or "host"
+	PassEnv     []string
+	Memory      int64 // bytes
+	Pids        int64
+	CPUs        float64
+	Idle        time.Duration // 0 = "off"
+	Paused      bool
+	Connections []Connection
+	Warnings    []string
+
+	File string // the spec's path
+}
+
+// Connection is an extra host folder granted to the worker's boxes.
+type Connection struct {
+	Name string // names it in `roster connection ls`
+	Path string // absolute host path
+	At   string // mounted at $HOME/<At> in the box
+	Mode string // "ro" or "rw"
+}
+
+// Worker defaults (layout.md, "workers/NAME.toml").
+const (
+	DefaultHeartbeat   = "30m"
+	DefaultConcurrency = 1
+	DefaultNetwork     = "none"
+	DefaultMemory      = "2G"
+	DefaultPids        = 512
+	DefaultCPUs        = 1.0
+	DefaultIdle        = Off
+)
+
+type workerFile struct {
+	Role        string   `toml:"role"`
+	Command     []string `toml:"command"`
+	Heartbeat   string   `toml:"heartbeat"`
+	UID         int64    `toml:"uid"`
+	Concurrency int      `toml:"concurrency"`
+	Rootfs      string   `toml:"rootfs"`
+	Network     string   `toml:"network"`
+	PassEnv     []string `toml:"pass_env"`
+	Memory      any      `toml:"memory"`
+	Pids        int64    `toml:"pids"`
+	CPUs        float64  `toml:"cpus"`
+	Idle        string   `toml:"idle"`
+	Paused      bool     `toml:"paused"`
+	Connection  []struct {
+		Name string `toml:"name"`
+		Path string `toml:"path"`
+		At   string `toml:"at"`
+		Mode string `toml:"mode"`
+	} `toml:"connection"`
+}
+
+// LoadWorker reads workers/NAME.toml. An invalid name is exit 2, a missing
+// spec exit 10 (no such worker), a spec that cannot be used exit 14.
+func LoadWorker(h home.Home, name string) (*Worker, error) {
+	if err := home.ValidWorker(name); err != nil {
+		return nil, err
+	}
+	file := h.SpecFile(name)
+	data, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, errs.WithHint(
+			errs.New(errs.ErrNoHome, fmt.Sprintf("worker %q: no such worker (no %s)", name, file)),
+			"`roster worker ls` lists the workers; `roster worker add "+name+"` makes this one")
+	}
+	if err != nil {
+		return nil, errs.New(errs.ErrRefused, fmt.Sprintf("%s: cannot read: %v", file, unwrapPath(err)))
+	}
+	return ParseWorker(name, file, data)
+}
+
+// connAtRE is a connection's mount point: one plain name under $HOME.
+var connAtRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
+
+// reservedAt are the names under $HOME that roster mounts itself.
+var reservedAt = map[string]bool{"store": true, "self": true, "channel": true}
+
+// ParseWorker parses the text of worker name's spec; file names it in errors.
+func ParseWorker(name, file string, data []byte) (*Worker, error) {
+	var f workerFile
+	f.Heartbeat = DefaultHeartbeat
+	f.Concurrency = DefaultConcurrency
+	f.Network = DefaultNetwork
+	f.Memory = DefaultMemory
+	f.Pids = DefaultPids
+	f.CPUs = DefaultCPUs
+	f.Idle = DefaultIdle
+	if err := decodeStrict(data, &f); err != nil {
+		return nil, decodeError(file, err)
+	}
+	lines := keyLines(data)
+	bad := func(key, msg string) error { return specError(file, lines[key], key, msg) }
+
+	w := &Worker{Name: name, Role: f.Role, Rootfs: f.Rootfs, Network: f.Network,
+		Concurrency: f.Concurrency, Pids: f.Pids, CPUs: f.CPUs, Paused: f.Paused, File: file}
+	var err error
+	for i, a := range f.Command {
+		if a == "" || strings.IndexByte(a, 0) >= 0 {
+			return nil, bad("command", fmt.Sprintf("word %d is empty or holds a NUL byte", i+1))
+		}
+	}
+	w.Command = append([]string{}, f.Command...)
+	if len(w.Command) == 0 {
+		w.Warnings = append(w.Warnings, fmt.Sprintf(
+			"worker %s: no command in %s: its runs fail until one is set", name, file))
+	}
+	if w.Heartbeat, err = ParseDuration(f.Heartbeat, true); err != nil {
+		return nil, bad("heartbeat", err.Error())
+	}
+	if _, ok := lines["uid"]; !ok {
+		return nil, bad("uid", "missing: every worker needs a box user of its own (`roster worker add` picks one)")
+	}
+	if f.UID < 1 || f.UID > 1<<32-2 {
+		return nil, bad("uid", fmt.Sprintf("%d is not a usable box user (1 to 4294967294; never 0, root)", f.UID))
+	}
+	w.UID = int(f.UID)
+	if f.Concurrency < 1 {
+		return nil, bad("concurrency", "must be 1 or more")
+	}
+	if f.Rootfs != "" && !filepath.IsAbs(f.Rootfs) {
+		return nil, bad("rootfs", fmt.Sprintf("%q must be \"\" or an absolute path", f.Rootfs))
+	}
+	switch f.Network {
+	case "none":
+	case "host":
+		w.Warnings = append(w.Warnings, fmt.Sprintf(
+			"worker %s: network = \"host\": its boxes reach host-local services", name))
+	default:
+		return nil, bad("network", fmt.Sprintf("%q must be \"none\" or \"host\"", f.Network))
+	}
+	for _, e := range f.PassEnv {
+		if !envNameRE.MatchString(e) {
+			return nil, bad("pass_env", fmt.Sprintf("%q is not an environment variable name", e))
+		}
+	}
+	w.PassEnv = append([]string{}, f.PassEnv...)
+	if w.Memory, err = sizeValue(f.Memory); err != nil {
+		return nil, bad("memory", err.Error())
+	}
+	if w.Memory < 1<<20 {
+		return nil, bad("memory", "must be at least 1M")
+	}
+	if f.Pids < 1 {
+		return nil, bad("pids", "must be 1 or more")
+	}
+	if !(f.CPUs > 0) || f.CPUs > 1<<16 {
+		return nil, bad("cpus", "must be a number of cores above 0")
+	}
+	if w.Idle, err = ParseDuration(f.Idle, true); err != nil {
+		return nil, bad("idle", err.Error())
+	}
+	names := map[string]bool{}
+	ats := map[string]bool{}
+	for i, c := range f.Connection {
+		key := func(k string) string { return fmt.Sprintf("connection[%d].%s", i, k) }
+		cbad := func(k, msg string) error {
+			line := lines[key(k)]
+			if line == 0 {
+				line = lines[fmt.Sprintf("connection[%d]", i)]
+			}
+			return specError(file, line, "connection."+k, msg)
+		}
+		if err := home.ValidWorker(c.Name); err != nil {
+			return nil, cbad("name", fmt.Sprintf("%q is not a connection name (a lower-case letter, then up to 62 of a-z 0-9 _ -)", c.Name))
+		}
+		if names[c.Name] {
+			return nil, cbad("name", fmt.Sprintf("%q is given twice", c.Name))
+		}
+		names[c.Name] = true
+		if !filepath.IsAbs(c.Path) || strings.IndexByte(c.Path, 0) >= 0 {
+			return nil, cbad("path", fmt.Sprintf("%q must be an absolute host path", c.Path))
+		}
+		if !connAtRE.MatchString(c.At) || c.At == ".." || reservedAt[c.At] {
+			return nil, cbad("at", fmt.Sprintf("%q must be one plain name under $HOME (not store, self or channel, no / or leading .)", c.At))
+		}
+		if ats[c.At] {
+			return nil, cbad("at", fmt.Sprintf("%q is used by two connections", c.At))
+		}
+		ats[c.At] = true
+		switch c.Mode {
+		case "ro":
+		case "rw":
+			w.Warnings = append(w.Warnings, fmt.Sprintf(
+				"worker %s: connection %q is rw: no snapshots, no undo", name, c.Name))
+		default:
+			return nil, cbad("mode", fmt.Sprintf("%q must be \"ro\" or \"rw\"", c.Mode))
+		}
+		w.Connections = append(w.Connections, Connection{Name: c.Name, Path: filepath.Clean(c.Path), At: c.At, Mode: c.Mode})
+	}
+	return w, nil
+}
+
+// ListWorkers returns the names of the workers of h (workers/*.toml),
+// sorted. Files whose name is not a valid worker name are not workers and
+// are left out; a missing workers/ folder means no workers.
+func ListWorkers(h home.Home) ([]string, error) {
+	ents, err := os.ReadDir(h.WorkersDir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list workers: %w", err)
+	}
+	var names []string
+	for _, e := range ents {
+		n, ok := strings.CutSuffix(e.Name(), ".toml")
+		if !ok || e.IsDir() || home.ValidWorker(n) != nil {
+			continue
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, nil
+}

@@ -1,0 +1,104 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+
+	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/fsx"
+	"github.com/roster-sh/roster/lib/home"
+)
+
+// SetPaused sets `paused` in worker name's spec, atomically, keeping the rest
+// of the file's text as it is: the value of a top-level `paused = ...` is
+// replaced in place, or a line is inserted before the first table. A spec
+// that does not parse is refused and left untouched.
+func SetPaused(h home.Home, name string, paused bool) error {
+	w, err := LoadWorker(h, name)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(w.File)
+	if err != nil {
+		return errs.New(errs.ErrRefused, fmt.Sprintf("%s: cannot read: %v", w.File, unwrapPath(err)))
+	}
+	fi, err := os.Stat(w.File)
+	if err != nil {
+		return err
+	}
+	out := setTopLevelBool(data, "paused", paused)
+	again, err := ParseWorker(name, w.File, out)
+	if err != nil || again.Paused != paused {
+		return errs.New(errs.ErrRefused, fmt.Sprintf("%s: cannot set paused without rewriting the file; edit it by hand", w.File))
+	}
+	return fsx.WriteFile(w.File, out, fi.Mode().Perm())
+}
+
+var commentedKeyRE = regexp.MustCompile(`^#[ \t]*([a-z_]+)[ \t]*=[ \t]*(?:true|false)\b`)
+
+// setTopLevelBool returns data with top-level key set to v: the old value's
+// bytes replaced, or "key = v" inserted before the first table header (or
+// appended when there is none). data must parse.
+func setTopLevelBool(data []byte, key string, v bool) []byte {
+	val := "false"
+	if v {
+		val = "true"
+	}
+	var p unstable.Parser
+	p.KeepComments = true
+	p.Reset(data)
+	insertAt := len(data)
+	commented := -1 // a top-level "# key = false" line to bring to life
+	var commentedLen int
+	for p.NextExpression() {
+		e := p.Expression()
+		if e.Kind == unstable.Comment && commented < 0 {
+			if m := commentedKeyRE.FindIndex(e.Data); m != nil && string(commentedKeyRE.FindSubmatch(e.Data)[1]) == key {
+				off := int(e.Raw.Offset)
+				if off == 0 || data[off-1] == '\n' {
+					commented, commentedLen = off, m[1]
+				}
+			}
+			continue
+		}
+		if e.Kind == unstable.Table || e.Kind == unstable.ArrayTable {
+			// The header's line start: the key's offset, back to the newline.
+			it := e.Key()
+			it.Next()
+			off := int(it.Node().Raw.Offset)
+			for off > 0 && data[off-1] != '\n' {
+				off--
+			}
+			insertAt = off
+			break
+		}
+		if e.Kind != unstable.KeyValue {
+			continue
+		}
+		it := e.Key()
+		it.Next()
+		if string(it.Node().Data) == key && it.IsLast() {
+			r := e.Value().Raw
+			out := append([]byte{}, data[:r.Offset]...)
+			out = append(out, val...)
+			return append(out, data[r.Offset+r.Length:]...)
+		}
+	}
+	if commented >= 0 {
+		out := append([]byte{}, data[:commented]...)
+		out = append(out, key+" = "+val...)
+		return append(out, data[commented+commentedLen:]...)
+	}
+	out := append([]byte{}, data[:insertAt]...)
+	if len(out) > 0 && out[len(out)-1] != '\n' {
+		out = append(out, '\n')
+	}
+	out = append(out, key+" = "+val+"\n"...)
+	if insertAt < len(data) {
+		out = append(out, '\n')
+	}
+	return append(out, data[insertAt:]...)
+}

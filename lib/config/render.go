@@ -1,0 +1,136 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// DefaultOrgTOML is the org.toml `roster init` writes: every key commented
+// out at its default, so the file documents itself and changes nothing.
+const DefaultOrgTOML = `# org.toml: settings for the whole roster home (see roster(7)).
+# Every key is optional; each is shown commented out at its default.
+# An unknown key is an error that names the key and its line.
+
+[storage]
+# store.snapshots = 14        # complete snapshots kept per worker; 0 disables snapshots
+# store.min_free = "1GiB"     # below this free space on the data tree's filesystem, dispatch
+#                             # holds and snapshots are skipped (sizes: K, M, G, T, powers of 1024)
+# runs.keep = 1000            # run folders kept per worker (the daily sweep prunes older ones,
+#                             # never one a pending or claimed task refers to)
+
+[dispatch]
+# cap = 3                     # boxes at once, all workers together
+# poll = "2s"                 # longest sleep between dispatcher ticks (changes wake it sooner)
+# credentials = []            # dispatch holds until one of these is present; [] = never hold.
+#                             # "file:PATH" (exists, non-empty; re-checked every tick) or
+#                             # "env:NAME" (the dispatcher's environment). Example:
+#                             # credentials = ["file:/etc/roster/model-key"]
+
+[ceilings]                    # wall-clock limit of a run, by the task's kind
+# filed = "30m"
+# recurring = "20m"
+# heartbeat = "20m"
+# relay = "15m"
+# continuation = "30m"
+# adhoc = "30m"               # runs started by hand (roster worker run)
+
+[budget]
+# proactive = "2h"            # box time per worker per local day for proactive work; "off" = unlimited
+`
+
+// NewWorker is what `roster worker add` knows about a new worker; the rest
+// of its spec is written commented out at the defaults.
+type NewWorker struct {
+	Name        string
+	Role        string
+	Command     []string
+	Heartbeat   string // "" = the default
+	UID         int
+	Concurrency int    // 0 = the default
+	Network     string // "" = the default
+}
+
+// RenderWorker returns the text of a new worker spec: the settings given,
+// then every other key commented out at its default with a one-line note.
+// The result parses with ParseWorker (RenderWorker checks it does).
+func RenderWorker(n NewWorker) ([]byte, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# workers/%s.toml: the spec of worker %s (see roster(7)).\n", n.Name, n.Name)
+	b.WriteString("# The file's existence is the worker's existence; `roster worker rm` removes it.\n\n")
+	line := func(set bool, key, val, note string) {
+		s := key + " = " + val
+		if !set {
+			s = "# " + s
+		}
+		if note != "" {
+			s = fmt.Sprintf("%-30s # %s", s, note)
+		}
+		b.WriteString(s + "\n")
+	}
+	role := n.Role
+	line(role != "", "role", quote(orDefault(role, "You ...")), "opens every briefing")
+	cmd := n.Command
+	if len(cmd) == 0 {
+		line(false, "command", `["/usr/local/bin/agent", "--briefing", "/home/worker/self/briefing.md"]`, "the program a run starts; required to run")
+	} else {
+		q := make([]string, len(cmd))
+		for i, a := range cmd {
+			q[i] = quote(a)
+		}
+		line(true, "command", "["+strings.Join(q, ", ")+"]", "the program a run starts")
+	}
+	line(n.Heartbeat != "", "heartbeat", quote(orDefault(n.Heartbeat, DefaultHeartbeat)), `the system template's period; "off" disables it`)
+	line(true, "uid", strconv.Itoa(n.UID), "the box user (and group), this worker's alone")
+	line(n.Concurrency != 0, "concurrency", strconv.Itoa(max(n.Concurrency, DefaultConcurrency)), "boxes of this worker at once from dispatch")
+	line(false, "rootfs", `""`, `"" = the host's /usr read-only; or a root tree`)
+	line(n.Network != "", "network", quote(orDefault(n.Network, DefaultNetwork)), `"none" (loopback only) or "host"`)
+	line(false, "pass_env", "[]", "host environment variables handed into the box")
+	line(false, "memory", quote(DefaultMemory), "cgroup memory limit (K, M, G, T: powers of 1024)")
+	line(false, "pids", strconv.Itoa(DefaultPids), "cgroup pids limit")
+	line(false, "cpus", "1.0", "cgroup CPU quota, in cores")
+	line(false, "idle", quote(DefaultIdle), "end a box silent for this long")
+	line(false, "paused", "false", "`roster worker pause/resume` sets it")
+	b.WriteString(`
+# [[connection]]              # an extra host folder granted to the box; repeat for more
+# name = "docs"
+# path = "/srv/docs"
+# at = "docs"                 # mounted at $HOME/docs
+# mode = "ro"                 # "rw" is allowed but warned: no snapshots, no undo
+`)
+	data := []byte(b.String())
+	if _, err := ParseWorker(n.Name, "workers/"+n.Name+".toml", data); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// quote writes s as a TOML basic string.
+func quote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
