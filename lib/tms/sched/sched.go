@@ -1,0 +1,227 @@
+// Package sched computes template activations under roster's time rules.
+//
+// It is pure: no files, no locks, no clock of its own. A Schedule is parsed
+// from a template's cron spec (robfig/cron/v3 does the parsing and nothing
+// else); its activations are computed here, in the schedule's zone, with the
+// daylight-saving rules of tasks.md:
+//
+//   - Spring-forward gap: an activation whose local wall time does not exist
+//     fires once, at the first instant after the gap (the transition itself).
+//     Several nonexistent wall times collapse into that one instant.
+//   - Fall-back overlap: a wall time that occurs twice fires once, at its
+//     first occurrence, when the hour field is fixed (a number, list or
+//     range: "1", "1,13", "1-5", and @daily, @weekly, @monthly, @yearly);
+//     when the hour field holds "*", "?" or a step ("*/2", "1-5/2"), and for
+//     @hourly, the spec follows elapsed time and fires at both occurrences.
+//   - @every DUR counts elapsed time from the Unix epoch: its activations are
+//     the instants that are whole multiples of DUR since 1970-01-01T00:00Z,
+//     whatever the zone and whatever the cursor, so they are deterministic
+//     from the spec alone and a restart can never shift them. DUR must be a
+//     whole number of seconds, at least 1s.
+//
+// Plan turns (cursor, now) into what to fire and what to skip; the cursor
+// only ever moves forward, so a clock that jumps back fires nothing twice.
+package sched
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/roster-sh/roster/lib/errs"
+)
+
+// Schedule is a parsed template spec, read in its zone.
+type Schedule struct {
+	spec  string
+	loc   *time.Location
+	every int64 // seconds, > 0 for @every; the fields below are unused then
+
+	minute, hour, dom, month, dow uint64 // robfig's bit sets (bit n = value n)
+	domStar, dowStar              bool   // "*" in the field: day matching is AND, else OR
+	elapsed                       bool   // "*" or a step in the hour field: both overlap occurrences fire
+}
+
+const starBit = 1 << 63
+
+var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+func usage(format string, a ...any) error {
+	return errs.New(errs.ErrUsage, fmt.Sprintf(format, a...))
+}
+
+// Parse reads spec: five cron fields (minute hour day-of-month month
+// day-of-week), or a descriptor (@hourly, @daily, @midnight, @weekly,
+// @monthly, @yearly, @annually, @every DUR), optionally preceded by
+// "CRON_TZ=Zone " or "TZ=Zone ". Without a prefix the spec is read in loc
+// (the host's zone; nil means time.Local). A spec that does not parse is an
+// errs.ErrUsage error carrying the parser's message; Parse never panics.
+func Parse(spec string, loc *time.Location) (s *Schedule, err error) {
+	if loc == nil {
+		loc = time.Local
+	}
+	body := strings.TrimSpace(spec)
+	if body == "" {
+		return nil, usage("cron spec is empty")
+	}
+	if zone, rest, ok := cutZone(body); ok {
+		if zone == "" {
+			return nil, usage("cron spec %q: empty zone after TZ=", spec)
+		}
+		l, lerr := time.LoadLocation(zone)
+		if lerr != nil {
+			return nil, usage("cron spec %q: unknown zone %q", spec, zone)
+		}
+		loc, body = l, strings.TrimSpace(rest)
+		if body == "" {
+			return nil, usage("cron spec %q: nothing after the zone", spec)
+		}
+		if _, _, again := cutZone(body); again {
+			return nil, usage("cron spec %q: more than one zone prefix", spec)
+		}
+	}
+	s = &Schedule{spec: strings.TrimSpace(spec), loc: loc}
+	if rest, ok := strings.CutPrefix(body, "@every"); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
+		d, perr := time.ParseDuration(strings.TrimSpace(rest))
+		if perr != nil {
+			return nil, usage("cron spec %q: @every: %v", spec, perr)
+		}
+		if d < time.Second || d%time.Second != 0 {
+			return nil, usage("cron spec %q: @every needs a whole number of seconds, at least 1s", spec)
+		}
+		s.every = int64(d / time.Second)
+		return s, nil
+	}
+
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, usage("cron spec %q: %v", spec, r)
+		}
+	}()
+	parsed, perr := parser.Parse(body)
+	if perr != nil {
+		return nil, usage("cron spec %q: %v", spec, perr)
+	}
+	ss, ok := parsed.(*cron.SpecSchedule)
+	if !ok {
+		return nil, usage("cron spec %q: unsupported schedule", spec)
+	}
+	if ss.Second&^starBit != 1 {
+		return nil, usage("cron spec %q: seconds are not supported", spec)
+	}
+	s.minute, s.hour, s.dom, s.month, s.dow = ss.Minute&^starBit, ss.Hour&^starBit, ss.Dom&^starBit, ss.Month&^starBit, ss.Dow&^starBit
+	s.domStar, s.dowStar = ss.Dom&starBit != 0, ss.Dow&starBit != 0
+	if strings.HasPrefix(body, "@") {
+		s.elapsed = body == "@hourly"
+	} else {
+		f := strings.Fields(body)
+		s.elapsed = strings.ContainsAny(f[1], "*?/")
+	}
+	if s.minute == 0 || s.hour == 0 || s.dom == 0 || s.month == 0 || s.dow == 0 {
+		return nil, usage("cron spec %q: a field matches nothing", spec)
+	}
+	return s, nil
+}
+
+// cutZone splits a "CRON_TZ=Zone rest" or "TZ=Zone rest" prefix.
+func cutZone(spec string) (zone, rest string, ok bool) {
+	var after string
+	if a, found := strings.CutPrefix(spec, "CRON_TZ="); found {
+		after = a
+	} else if a, found := strings.CutPrefix(spec, "TZ="); found {
+		after = a
+	} else {
+		return "", "", false
+	}
+	i := strings.IndexAny(after, " \t")
+	if i < 0 {
+		return after, "", true
+	}
+	return after[:i], after[i:], true
+}
+
+// String returns the spec as written (trimmed).
+func (s *Schedule) String() string { return s.spec }
+
+// Location returns the zone the spec is read in.
+func (s *Schedule) Location() *time.Location { return s.loc }
+
+// Every returns the period of an @every spec, 0 for a calendar spec.
+func (s *Schedule) Every() time.Duration { return time.Duration(s.every) * time.Second }
+
+// FollowsElapsedTime reports whether the spec fires at both occurrences of
+// a repeated (fall-back) wall time: @every, @hourly, "*" or a step in the
+// hour field.
+func (s *Schedule) FollowsElapsedTime() bool { return s.every > 0 || s.elapsed }
+
+// Next returns the first activation strictly after `after`, in UTC, or the
+// zero time if there is none within searchYears (e.g. "0 0 30 2 *").
+func (s *Schedule) Next(after time.Time) time.Time {
+	var next time.Time
+	s.walk(after, time.Time{}, func(a Activation) bool {
+		next = a.At
+		return false
+	})
+	return next
+}
+
+// Between returns the activations in (after, until], in order, at most max
+// of them (max <= 0: none); more reports that further ones exist in the
+// interval.
+func (s *Schedule) Between(after, until time.Time, max int) (acts []time.Time, more bool) {
+	if !until.After(after) {
+		return nil, false
+	}
+	s.walk(after, until, func(a Activation) bool {
+		if len(acts) >= max {
+			more = true
+			return false
+		}
+		acts = append(acts, a.At)
+		return true
+	})
+	return acts, more
+}
+
+// ParseWindow reads a template's window: "" (or any zero duration) is 0,
+// meaning no bound; otherwise a positive Go duration such as "2h" or "90m".
+func ParseWindow(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, usage("window %q: %v", v, strings.TrimPrefix(err.Error(), "time: "))
+	}
+	if d < 0 {
+		return 0, usage("window %q: must not be negative", v)
+	}
+	return d, nil
+}
+
+// The catch_up values of a template.
+const (
+	CatchUpLatest = "latest" // the default: fire the latest missed activation
+	CatchUpNone   = "none"   // fire none of several missed activations
+)
+
+// ParseCatchUp checks a template's catch_up ("" means latest) and returns
+// its canonical value.
+func ParseCatchUp(v string) (string, error) {
+	switch v {
+	case "", CatchUpLatest:
+		return CatchUpLatest, nil
+	case CatchUpNone:
+		return CatchUpNone, nil
+	}
+	return "", usage("catch_up %q: must be latest or none", v)
+}
+
+// unix time bounds we compute within; beyond them nothing activates.
+const (
+	minUnix = math.MinInt64 / 4
+	maxUnix = math.MaxInt64 / 4
+)
