@@ -99,5 +99,5 @@ func sizeValue(v any) (int64, error) {
 		}
 		return x, nil
 	}
-	return 0, fmt.Errorf("a size must be a string like \"2G\" or a whole number of bytes, not %T", v)
+	return 0, fmt.Errorf("a size must be a string like \"2G\" or a whole number of bytes, not %v", v)
 }

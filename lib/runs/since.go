@@ -1,0 +1,47 @@
+package runs
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/roster-sh/roster/lib/errs"
+)
+
+// ParseSince reads a --since value: RFC 3339, "YYYY-MM-DD HH:MM" or
+// "YYYY-MM-DD" (host-local), or an age such as "90m", "36h" or "7d"
+// (that long before now).
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	for _, layout := range []string{"2006-01-02 15:04", "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	if d, err := ParseAge(s); err == nil {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, errs.New(errs.ErrUsage, fmt.Sprintf(
+		"time %q: use RFC 3339, \"YYYY-MM-DD HH:MM\", \"YYYY-MM-DD\" or an age like 36h or 7d", s))
+}
+
+// ParseAge reads a non-negative age: a Go duration ("90m", "36h") or a
+// whole number of days ("7d").
+func ParseAge(s string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil || days < 0 || days > 100000 {
+			return 0, errs.New(errs.ErrUsage, fmt.Sprintf("age %q: want a whole number of days, like 7d", s))
+		}
+		return time.Duration(days) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, errs.New(errs.ErrUsage, fmt.Sprintf("age %q: want a duration like 90m, 36h or 7d", s))
+	}
+	return d, nil
+}
