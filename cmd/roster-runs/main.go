@@ -1,0 +1,29 @@
+// Command roster-runs reads the permanent record of runs (tools.md,
+// "roster-runs"; dispatch-and-box.md, "Run records"): list, show, the
+// briefing and why, the transcript, the store changes, and pruning.
+//
+// A run is named by any unique prefix of its id, across all workers.
+package main
+
+import (
+	"os"
+
+	"github.com/roster-sh/roster/lib/cli"
+)
+
+// CLI is the grammar; each verb lives in its own file.
+type CLI struct {
+	cli.Globals
+
+	Ls      LsCmd      `cmd:"" help:"List runs, newest first."`
+	Show    ShowCmd    `cmd:"" help:"How a run ended: attestation, evidence, cost, actions, snapshot."`
+	Context ContextCmd `cmd:"" help:"Print the exact briefing the box was given."`
+	Recall  RecallCmd  `cmd:"" help:"Why each part of the briefing was included."`
+	Log     LogCmd     `cmd:"" help:"Print the box's transcript (stdout and stderr)."`
+	Changes ChangesCmd `cmd:"" help:"What the run changed in the store (store-changes.txt)."`
+	Prune   PruneCmd   `cmd:"" help:"Delete old run folders (never a live one, never one a task refers to)."`
+}
+
+func main() {
+	os.Exit(cli.Main("roster-runs", &CLI{}, os.Args[1:]))
+}

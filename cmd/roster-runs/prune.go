@@ -1,0 +1,70 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/runs"
+)
+
+// PruneCmd deletes old run folders.
+type PruneCmd struct {
+	Worker    []string `short:"w" placeholder:"W" help:"Only this worker's runs (repeatable; default: every worker)."`
+	Keep      *int     `placeholder:"N" help:"Keep the newest N runs per worker (default: [storage] runs.keep, unless --older-than is given alone)."`
+	OlderThan string   `placeholder:"DUR" help:"Delete only runs that started more than DUR ago (e.g. 36h, 30d)."`
+	DryRun    bool     `help:"Print what would be deleted; delete nothing."`
+}
+
+func (c *PruneCmd) Run(g *cli.Globals, env *cli.Env) error {
+	h, err := g.OpenHome()
+	if err != nil {
+		return err
+	}
+	o := runs.PruneOptions{Keep: -1, DryRun: c.DryRun, Now: time.Now()}
+	for _, w := range c.Worker {
+		if err := home.ValidWorker(w); err != nil {
+			return err
+		}
+	}
+	if len(c.Worker) > 0 {
+		o.Workers = c.Worker
+	}
+	if c.OlderThan != "" {
+		if o.OlderThan, err = runs.ParseAge(c.OlderThan); err != nil {
+			return err
+		}
+	}
+	switch {
+	case c.Keep != nil:
+		if *c.Keep < 0 {
+			return errs.New(errs.ErrUsage, "--keep: want a number of runs, 0 or more")
+		}
+		o.Keep = *c.Keep
+	case c.OlderThan == "":
+		org, err := config.LoadOrg(h)
+		if err != nil {
+			return err
+		}
+		o.Keep = org.Storage.RunsKeep
+	}
+	pruned, problems := runs.Prune(h, o)
+	for _, p := range pruned {
+		fmt.Fprintln(env.Stdout, p.ID)
+	}
+	if c.DryRun {
+		env.Warn("dry run: %d run folders would be deleted, none was", len(pruned))
+	}
+	for _, p := range problems {
+		fmt.Fprintf(env.Stderr, "%s: error: %v\n", env.Name, p)
+	}
+	if len(problems) > 0 {
+		// The first problem's kind decides the exit code; the rest went on.
+		return &errs.Exit{Code: cli.Code(errors.Unwrap(problems[0]))}
+	}
+	return nil
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/runs"
+)
+
+// ShowCmd prints one run's record.
+type ShowCmd struct {
+	ID   string `arg:"" name:"RUN" help:"The run (any unique prefix of its id)."`
+	JSON bool   `name:"json" help:"The record as one JSON object (run.json, plus \"live\")."`
+}
+
+func (c *ShowCmd) Run(g *cli.Globals, env *cli.Env) error {
+	h, err := g.OpenHome()
+	if err != nil {
+		return err
+	}
+	e, err := runs.Lookup(h, c.ID)
+	if err != nil {
+		return err
+	}
+	r := e.Record
+	if r == nil {
+		r = &runs.Record{Format: 1, ID: e.ID, Worker: e.Worker}
+	}
+	if c.JSON {
+		return cli.JSONLine(env.Stdout, lsRow{Record: r, Live: e.Live()})
+	}
+	return showBlock(env.Stdout, e, r)
+}
+
+func showBlock(w io.Writer, e runs.Entry, r *runs.Record) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	line := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, strings.ReplaceAll(v, "\n", " ")) }
+	line("run", e.ID)
+	line("worker", e.Worker)
+	if r.Task != "" {
+		line("task", fmt.Sprintf("%s (%s, %s)", r.Task, dash(r.Kind), dash(r.Standing)))
+	} else {
+		line("task", "none ("+dash(r.Kind)+" run)")
+	}
+	if r.Channel != "" {
+		line("channel", r.Channel)
+	}
+	line("started", when(e.Started()))
+	switch st := state(e); {
+	case r.Ended != "" && r.EndedAt != nil:
+		line("ended", fmt.Sprintf("%s at %s", howEnded(r), when(*r.EndedAt)))
+	case r.Ended != "":
+		line("ended", howEnded(r))
+	default:
+		line("ended", "not yet ("+st+")")
+	}
+	line("attested", dash(r.Attested))
+	if ev := r.Evidence; ev != nil {
+		line("evidence", evidence(ev))
+	}
+	rep := r.Report.Status
+	if rep == "" {
+		rep = "none"
+	}
+	if r.Report.Text != "" {
+		rep += ": " + r.Report.Text
+	}
+	line("report", rep)
+	line("ceiling", dash(r.Ceiling))
+	line("cost", fmt.Sprintf("wall %s, cpu %s, memory peak %s",
+		seconds(r.Cost.WallSeconds), seconds(r.Cost.CPUSeconds), bytesIEC(r.Cost.MemoryPeakBytes)))
+	if len(r.Actions) == 0 {
+		line("actions", "none")
+	}
+	for i, a := range r.Actions {
+		k := ""
+		if i == 0 {
+			k = "actions"
+		}
+		s := fmt.Sprintf("%d. %s: %s", a.N, a.Kind, a.Outcome)
+		if a.Task != "" {
+			s += " (task " + a.Task + ")"
+		}
+		if a.Gate != "" {
+			s += " (gate " + a.Gate + ")"
+		}
+		line(k, s)
+	}
+	line("snapshot", dash(r.Snapshot))
+	line("folder", e.Dir)
+	return tw.Flush()
+}
+
+func howEnded(r *runs.Record) string {
+	s := r.Ended
+	switch {
+	case r.Signal != "":
+		s += ", signal " + r.Signal
+	case r.ExitCode != nil:
+		s += fmt.Sprintf(", exit %d", *r.ExitCode)
+	}
+	return s
+}
+
+func evidence(ev *runs.Evidence) string {
+	parts := []string{fmt.Sprintf("exit %d", ev.Exit)}
+	if ev.Signal != "" {
+		parts = append(parts, "signal "+ev.Signal)
+	}
+	if ev.Ceiling {
+		parts = append(parts, "ceiling")
+	}
+	if ev.Report != "" {
+		parts = append(parts, "report "+ev.Report)
+	}
+	if ev.Reason != "" {
+		parts = append(parts, "reason "+fmt.Sprintf("%q", ev.Reason))
+	}
+	if ev.RefusedActions > 0 {
+		parts = append(parts, fmt.Sprintf("%d refused actions", ev.RefusedActions))
+	}
+	if ev.Note != "" {
+		parts = append(parts, ev.Note)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05 MST")
+}
+
+func bytesIEC(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
