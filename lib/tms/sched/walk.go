@@ -39,6 +39,9 @@ const (
 // returns false. A zero until means no upper bound (calendar specs are then
 // searched searchDays ahead).
 func (s *Schedule) walk(after, until time.Time, fn func(Activation) bool) {
+	if after.Unix() >= maxUnix || (!until.IsZero() && until.Unix() <= minUnix) {
+		return // beyond the range we compute in: nothing activates
+	}
 	afterSec := clampUnix(after.Unix())
 	untilSec, bounded := int64(maxUnix), !until.IsZero()
 	if bounded {
