@@ -1,0 +1,218 @@
+package box
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"golang.org/x/sys/unix"
+
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/fsx"
+	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/runs"
+)
+
+// StoreLockWait bounds how long a box start waits for the worker's `store`
+// lock (held exclusively by a snapshot or a restore, or by a box).
+var StoreLockWait = 60 * time.Second
+
+// Stdio is what the box's command reads and writes.
+type Stdio struct {
+	Stdin          io.Reader // nil = /dev/null
+	Stdout, Stderr io.Writer
+}
+
+// Box is a started container.
+type Box struct {
+	spec    *Spec
+	c       *libcontainer.Container
+	p       *libcontainer.Process
+	Started time.Time
+}
+
+// Launch makes and starts the box s describes, with briefing as
+// $HOME/self/briefing.md. The worker's store lock is held shared while the
+// mounts are made, so a restore happens wholly before or after.
+func Launch(ctx context.Context, s *Spec, briefing []byte, io Stdio) (*Box, error) {
+	if len(s.Command) == 0 {
+		return nil, errs.New(errs.ErrUsage, "worker "+s.Worker+": no command to run (set command in its spec, or give one after --)")
+	}
+	reaper, ok := s.Tools[ReaperTool]
+	if !ok || reaper == "" {
+		return nil, fmt.Errorf("%s not found: the box's pid 1 and actions need it beside roster-box", ReaperTool)
+	}
+	rootfs := s.Rootfs
+	if rootfs == "" {
+		names := make([]string, 0, len(s.Tools))
+		for t := range s.Tools {
+			names = append(names, t)
+		}
+		var err error
+		if rootfs, err = SharedRootfs(names); err != nil {
+			return nil, fmt.Errorf("generated root: %w", err)
+		}
+	}
+	etc, self, err := makeScratch(s, briefing)
+	if err != nil {
+		return nil, fmt.Errorf("box scratch folder: %w", err)
+	}
+	cfg := containerConfig(s, rootfs, etc, self)
+
+	unlock, err := holdStoreShared(ctx, s.Locks)
+	if err != nil {
+		RemoveScratch(s.Run)
+		return nil, err
+	}
+	defer unlock()
+
+	c, err := createContainer(s, cfg)
+	if err != nil {
+		RemoveScratch(s.Run)
+		return nil, err
+	}
+	p := &libcontainer.Process{
+		Args:   append([]string{BoxBin + "/" + ReaperTool, "box-init", "--"}, s.Command...),
+		Env:    boxEnv(s),
+		UID:    s.UID,
+		GID:    s.UID,
+		Cwd:    BoxHome,
+		Stdin:  io.Stdin,
+		Stdout: io.Stdout,
+		Stderr: io.Stderr,
+		Init:   true,
+	}
+	if err := c.Run(p); err != nil {
+		c.Destroy()
+		RemoveScratch(s.Run)
+		return nil, fmt.Errorf("start box: %w", err)
+	}
+	return &Box{spec: s, c: c, p: p, Started: time.Now()}, nil
+}
+
+// holdStoreShared takes the worker's `store` lock shared, waiting at most
+// StoreLockWait, and returns its release.
+func holdStoreShared(ctx context.Context, locks string) (func(), error) {
+	dir, err := fsx.OpenDir(locks)
+	if err != nil {
+		return nil, fmt.Errorf("lock folder: %w", err)
+	}
+	defer dir.Close()
+	f, err := fsx.OpenLockFile(dir, "store")
+	if err != nil {
+		return nil, err
+	}
+	if err := fsx.Flock(ctx, f, true, StoreLockWait); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("store lock: %w", err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// Exit is how the box's pid 1 ended.
+type Exit struct {
+	Code   int    // exit status (128+N when the command died of signal N)
+	Signal string // set when pid 1 itself was killed (the box was killed)
+}
+
+// Wait waits for pid 1 to end.
+func (b *Box) Wait() (Exit, error) {
+	st, err := b.p.Wait()
+	if st == nil {
+		return Exit{Code: -1}, err
+	}
+	ws, _ := st.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		return Exit{Code: 128 + int(ws.Signal()), Signal: unix.SignalName(ws.Signal())}, nil
+	}
+	return Exit{Code: ws.ExitStatus()}, nil
+}
+
+// Pid is pid 1's host pid.
+func (b *Box) Pid() int { p, _ := b.p.Pid(); return p }
+
+// Signal sends sig to every process of the box (through its cgroup).
+func (b *Box) Signal(sig unix.Signal) error { return signalAll(b.c, sig) }
+
+func signalAll(c *libcontainer.Container, sig unix.Signal) error {
+	pids, err := c.Processes()
+	if err != nil {
+		return err
+	}
+	for _, pid := range pids {
+		_ = unix.Kill(pid, sig)
+	}
+	return nil
+}
+
+// Kill ends the box: sig to every process, then SIGKILL to all after grace
+// if pid 1 is still there (done is closed when pid 1 has been waited for).
+func (b *Box) Kill(grace time.Duration, done <-chan struct{}) {
+	_ = b.Signal(unix.SIGTERM)
+	select {
+	case <-done:
+		return
+	case <-time.After(grace):
+	}
+	_ = b.c.Signal(unix.SIGKILL) // pid 1 of the namespace: the kernel kills the rest
+	_ = b.Signal(unix.SIGKILL)
+}
+
+// Usage reads the cgroup's CPU time and peak memory; call it before Destroy.
+func (b *Box) Usage() (cpuSeconds float64, memPeak uint64) {
+	st, err := b.c.Stats()
+	if err != nil || st.CgroupStats == nil {
+		return 0, 0
+	}
+	cpu := float64(st.CgroupStats.CpuStats.CpuUsage.TotalUsage) / 1e9
+	mem := st.CgroupStats.MemoryStats.Usage.MaxUsage
+	return cpu, mem
+}
+
+// Destroy removes the container and the run's scratch folder.
+func (b *Box) Destroy() error {
+	err := b.c.Destroy()
+	RemoveScratch(b.spec.Run)
+	return err
+}
+
+// Reap destroys the container of run if it still exists (its supervisor
+// is gone), killing whatever runs in it. It reports whether there was one.
+func Reap(run string) (bool, error) {
+	defer RemoveScratch(run)
+	c, err := libcontainer.Load(home.ContainerRoot, home.ContainerID(run))
+	if err != nil {
+		if errors.Is(err, libcontainer.ErrNotExist) || errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+		return false, err
+	}
+	if st, err := c.Status(); err == nil && st != libcontainer.Stopped {
+		_ = c.Signal(unix.SIGKILL)
+		_ = signalAll(c, unix.SIGKILL)
+		for i := 0; i < 100; i++ {
+			if st, err := c.Status(); err != nil || st == libcontainer.Stopped {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return true, c.Destroy()
+}
+
+// Running reports whether run's container exists and is not stopped.
+func Running(run string) bool {
+	c, err := libcontainer.Load(home.ContainerRoot, home.ContainerID(run))
+	if err != nil {
+		return false
+	}
+	st, err := c.Status()
+	return err == nil && st != libcontainer.Stopped
+}
+
+var _ = runs.Record{}

@@ -1,0 +1,153 @@
+package box
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/opencontainers/cgroups"
+	devconf "github.com/opencontainers/cgroups/devices/config"
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"github.com/opencontainers/runc/libcontainer/specconv"
+	"golang.org/x/sys/unix"
+
+	"github.com/roster-sh/roster/lib/home"
+)
+
+const (
+	rwFlags  = unix.MS_BIND | unix.MS_REC | unix.MS_NOSUID | unix.MS_NODEV
+	roFlags  = rwFlags | unix.MS_RDONLY
+	tmpFlags = unix.MS_NOSUID | unix.MS_NODEV
+)
+
+// containerConfig is the libcontainer configuration of the box s describes.
+// rootfs is the root (generated or the spec's), etc and self the run's
+// scratch folders.
+func containerConfig(s *Spec, rootfs, etc, self string) *configs.Config {
+	uid := fmt.Sprint(s.UID)
+	bind := func(src, dst string, ro bool) *configs.Mount {
+		f := rwFlags
+		if ro {
+			f = roFlags
+		}
+		return &configs.Mount{Source: src, Destination: dst, Device: "bind", Flags: f}
+	}
+	mounts := []*configs.Mount{
+		{Source: "proc", Destination: "/proc", Device: "proc", Flags: unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC},
+		{Source: "tmpfs", Destination: "/dev", Device: "tmpfs", Flags: unix.MS_NOSUID | unix.MS_STRICTATIME, Data: "mode=755,size=65536k"},
+		{Source: "devpts", Destination: "/dev/pts", Device: "devpts", Flags: unix.MS_NOSUID | unix.MS_NOEXEC, Data: "newinstance,ptmxmode=0666,mode=0620"},
+		{Source: "shm", Destination: "/dev/shm", Device: "tmpfs", Flags: tmpFlags, Data: "mode=1777,size=65536k"},
+	}
+	if s.Rootfs == "" {
+		mounts = append(mounts, &configs.Mount{Source: "/usr", Destination: "/usr", Device: "bind", Flags: roFlags})
+	}
+	mounts = append(mounts,
+		bind(etc, "/etc", true),
+		&configs.Mount{Source: "tmpfs", Destination: "/tmp", Device: "tmpfs", Flags: tmpFlags, Data: "mode=1777"},
+		&configs.Mount{Source: "tmpfs", Destination: "/run", Device: "tmpfs", Flags: tmpFlags, Data: "mode=755"},
+		&configs.Mount{Source: "tmpfs", Destination: BoxHome, Device: "tmpfs", Flags: tmpFlags, Data: "mode=755,uid=" + uid + ",gid=" + uid},
+		bind(s.Store, BoxStore, false),
+		bind(s.Locks, BoxLocks, false),
+	)
+	if _, err := os.Stat("/etc/ssl/certs"); err == nil {
+		mounts = append(mounts, bind("/etc/ssl/certs", "/etc/ssl/certs", true))
+	}
+	if s.Channel != "" && s.ChannelStore != "" {
+		mounts = append(mounts, bind(s.ChannelStore, BoxChannel, false))
+	}
+	mounts = append(mounts,
+		bind(self, BoxSelf, true),
+		bind(s.View, BoxSelf+"/view", true),
+		bind(s.Runs, BoxSelf+"/runs", true),
+		bind(filepath.Join(s.RunDir, "outbox"), BoxOutbox, false),
+	)
+	for _, c := range s.Connections {
+		mounts = append(mounts, bind(c.Path, BoxHome+"/"+c.At, c.Mode != "rw"))
+	}
+	tools := make([]string, 0, len(s.Tools))
+	for t := range s.Tools {
+		tools = append(tools, t)
+	}
+	sort.Strings(tools)
+	for _, t := range tools {
+		mounts = append(mounts, bind(s.Tools[t], BoxBin+"/"+t, true))
+	}
+
+	ns := configs.Namespaces{{Type: configs.NEWNS}, {Type: configs.NEWPID}, {Type: configs.NEWIPC},
+		{Type: configs.NEWUTS}, {Type: configs.NEWCGROUP}}
+	var networks []*configs.Network
+	if s.Network != "host" {
+		ns = append(ns, configs.Namespace{Type: configs.NEWNET})
+		networks = []*configs.Network{{Type: "loopback", Address: "127.0.0.1/0", Gateway: "localhost"}}
+	}
+
+	res := &cgroups.Resources{}
+	if s.Memory > 0 {
+		res.Memory = s.Memory
+	}
+	if s.Pids > 0 {
+		p := s.Pids
+		res.PidsLimit = &p
+	}
+	if s.CPUs > 0 {
+		res.CpuPeriod = 100000
+		res.CpuQuota = int64(s.CPUs * 100000)
+	}
+	var devices []*devconf.Device
+	for _, d := range specconv.AllowedDevices {
+		if d.Path != "" { // the nodes themselves; the wildcard rules need the devices controller
+			devices = append(devices, d)
+		}
+	}
+	return &configs.Config{
+		Rootfs:          rootfs,
+		Readonlyfs:      true,
+		NoNewPrivileges: true,
+		Capabilities:    &configs.Capabilities{}, // none in any set
+		Namespaces:      ns,
+		Networks:        networks,
+		Mounts:          mounts,
+		Devices:         devices,
+		Hostname:        hostname(s),
+		Seccomp:         seccompProfile(),
+		Cgroups: &cgroups.Cgroup{
+			Name:      home.ContainerID(s.Run),
+			Parent:    "roster",
+			Resources: res,
+		},
+		MaskPaths: []string{"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+			"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware"},
+		ReadonlyPaths:   []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"},
+		RootPropagation: unix.MS_PRIVATE | unix.MS_REC,
+	}
+}
+
+// boxEnv is the box's whole environment: the fixed variables, then the
+// spec's pass_env (s.Env).
+func boxEnv(s *Spec) []string {
+	env := []string{
+		"HOME=" + BoxHome,
+		"PATH=" + BoxPath,
+		"ROSTER_WORKER=" + s.Worker,
+		"ROSTER_RUN=" + s.Run,
+		"ROSTER_TASK=" + s.Task,
+		"ROSTER_TASKS_FILE=" + BoxSchedule,
+		"ROSTER_BRIEFING=" + BoxBriefing,
+		"ROSTER_OUTBOX=" + BoxOutbox,
+	}
+	return append(env, s.Env...)
+}
+
+// createContainer makes the container (state under home.ContainerRoot).
+func createContainer(s *Spec, cfg *configs.Config) (*libcontainer.Container, error) {
+	if err := os.MkdirAll(home.ContainerRoot, 0o700); err != nil {
+		return nil, err
+	}
+	c, err := libcontainer.Create(home.ContainerRoot, home.ContainerID(s.Run), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create box %s: %w", home.ContainerID(s.Run), err)
+	}
+	return c, nil
+}

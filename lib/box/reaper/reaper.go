@@ -1,0 +1,75 @@
+// Package reaper is a box's pid 1: it runs the box's command, forwards the
+// signals it gets to it, reaps every orphan, and exits with the command's
+// status (128+N when a signal N killed it), which ends the box: when pid 1
+// of a pid namespace exits, the kernel kills everything left in it.
+//
+// It is pure Go so that the static roster-task can carry it into any root
+// (`roster-task box-init -- CMD...`); it changes no credentials, so it runs
+// as the box user like the command.
+package reaper
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// forwarded are the signals passed on to the command.
+var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT,
+	unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT, unix.SIGALRM}
+
+// Run runs args as the child and returns the exit status for pid 1.
+func Run(args []string, env []string) (int, error) {
+	if len(args) == 0 {
+		return 2, errors.New("no command")
+	}
+	if os.Getpid() != 1 {
+		// Outside a pid namespace (tests): still adopt orphans.
+		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	}
+	sigs := make(chan os.Signal, 32)
+	signal.Notify(sigs, forwarded...)
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, unix.SIGCHLD)
+
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		return 127, err
+	}
+	cmd := exec.Command(path, args[1:]...)
+	cmd.Args[0] = args[0]
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return 126, err
+	}
+	child := cmd.Process.Pid
+	for {
+		select {
+		case s := <-sigs:
+			_ = unix.Kill(child, s.(syscall.Signal))
+		case <-chld:
+		}
+		// Reap everything that is ready; stop when the command is gone.
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			if err == unix.EINTR {
+				continue
+			}
+			if pid <= 0 || err != nil {
+				break
+			}
+			if pid == child {
+				if ws.Signaled() {
+					return 128 + int(ws.Signal()), nil
+				}
+				return ws.ExitStatus(), nil
+			}
+		}
+	}
+}

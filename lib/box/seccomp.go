@@ -1,0 +1,51 @@
+package box
+
+import (
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"golang.org/x/sys/unix"
+)
+
+// deniedSyscalls are what a worker never needs: they fail with EPERM, every
+// other call is allowed (Docker's profile turned around: a short deny list,
+// because agents run arbitrary toolchains).
+var deniedSyscalls = []string{
+	"mount", "umount", "umount2", "move_mount", "open_tree", "fsopen", "fsconfig", "fsmount", "fspick",
+	"mount_setattr", "pivot_root", "chroot",
+	"unshare", "setns",
+	"ptrace", "process_vm_readv", "process_vm_writev", "kcmp",
+	"kexec_load", "kexec_file_load", "reboot",
+	"init_module", "finit_module", "delete_module", "create_module",
+	"bpf", "perf_event_open", "userfaultfd",
+	"keyctl", "add_key", "request_key",
+	"swapon", "swapoff", "acct", "quotactl", "quotactl_fd",
+	"settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "stime",
+	"open_by_handle_at", "name_to_handle_at",
+	"iopl", "ioperm", "lookup_dcookie", "nfsservctl", "vhangup",
+	"syslog",
+}
+
+// namespaceFlags are the clone flags that would make new namespaces.
+const namespaceFlags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWNET | unix.CLONE_NEWPID |
+	unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWTIME
+
+// seccompProfile is the box's default profile.
+func seccompProfile() *configs.Seccomp {
+	eperm := uint(unix.EPERM)
+	enosys := uint(unix.ENOSYS)
+	sc := &configs.Seccomp{DefaultAction: configs.Allow}
+	for _, name := range deniedSyscalls {
+		sc.Syscalls = append(sc.Syscalls, &configs.Syscall{Name: name, Action: configs.Errno, ErrnoRet: &eperm})
+	}
+	// clone: deny any namespace flag, one rule per flag (rules on one call
+	// are OR-ed). clone3 passes its flags in memory seccomp cannot read: it
+	// answers ENOSYS, and libc falls back to clone.
+	for f := uint64(1); f != 0; f <<= 1 {
+		if f&namespaceFlags == 0 {
+			continue
+		}
+		sc.Syscalls = append(sc.Syscalls, &configs.Syscall{Name: "clone", Action: configs.Errno, ErrnoRet: &eperm,
+			Args: []*configs.Arg{{Index: 0, Value: f, ValueTwo: f, Op: configs.MaskEqualTo}}})
+	}
+	sc.Syscalls = append(sc.Syscalls, &configs.Syscall{Name: "clone3", Action: configs.Errno, ErrnoRet: &enosys})
+	return sc
+}

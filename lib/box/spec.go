@@ -1,0 +1,63 @@
+package box
+
+import (
+	"time"
+)
+
+// Spec is everything a box is given (dispatch-and-box.md, "What a box is
+// given"), resolved by the caller from the worker spec, the org settings and
+// the run. lib/box does not read configuration itself.
+type Spec struct {
+	Worker  string
+	Run     string // run id; the container id is home.ContainerID(Run)
+	Task    string // "" for an ad-hoc run
+	Channel string // the channel whose store is mounted; "" = none
+
+	UID     int      // the box user; its gid is the same number
+	Command []string // what runs under the reaper
+	Rootfs  string   // "" = host /usr under a generated root
+	Network string   // "none" (loopback only) or "host"
+	Env     []string // extra NAME=VALUE pairs (pass_env), after the fixed ones
+
+	Memory int64   // bytes; 0 = no limit
+	Pids   int64   // 0 = no limit
+	CPUs   float64 // cores; 0 = no limit
+
+	Connections []Connection
+
+	// Host paths.
+	Store        string            // data/workers/W/store
+	Locks        string            // data/workers/W/locks
+	ChannelStore string            // data/workers/W/channel-stores/CHAN, when Channel != ""
+	View         string            // data/workers/W/view
+	Runs         string            // data/workers/W/runs
+	RunDir       string            // data/workers/W/runs/RUN
+	Tools        map[string]string // in-box name → host path of a static suite binary (roster-task, roster-lock)
+}
+
+// Connection is an extra host folder granted to the box at $HOME/At.
+type Connection struct {
+	Name, Path, At, Mode string
+}
+
+// In-box paths (the contract with the worker).
+const (
+	BoxHome     = "/home/worker"
+	BoxBin      = "/opt/roster/bin"
+	BoxStore    = BoxHome + "/store"
+	BoxLocks    = BoxStore + "/.locks"
+	BoxChannel  = BoxHome + "/channel/store"
+	BoxSelf     = BoxHome + "/self"
+	BoxBriefing = BoxSelf + "/briefing.md"
+	BoxSchedule = BoxSelf + "/schedule.json"
+	BoxOutbox   = BoxSelf + "/outbox"
+	BoxPath     = BoxBin + ":/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+)
+
+// ReaperTool is the in-box program that runs as pid 1 (`roster-task
+// box-init -- CMD...`): static, so it runs in any rootfs.
+const ReaperTool = "roster-task"
+
+// Grace is how long a box has between SIGTERM and SIGKILL at its ceiling.
+// ROSTER_BOX_GRACE (a Go duration) overrides it; it is a test knob.
+var Grace = 10 * time.Second
