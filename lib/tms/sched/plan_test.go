@@ -185,7 +185,7 @@ func TestCatchUpNone(t *testing.T) {
 		{name: "berlin week", zone: berlin, spec: "0 2 * * *", catchUp: CatchUpNone,
 			cursor: "2026-03-25T01:00Z", now: "2026-04-01T10:00Z",
 			skipped: []Skip{skip("2026-04-01T00:00Z", SkipCatchUp, 7)},
-			missed: 7, due: 7, newCursor: "2026-04-01T00:00Z"},
+			missed:  7, due: 7, newCursor: "2026-04-01T00:00Z"},
 		// ... and the next activation fires as usual.
 		{name: "berlin next day", zone: berlin, spec: "0 2 * * *", catchUp: CatchUpNone,
 			cursor: "2026-04-01T00:00Z", now: "2026-04-02T00:01Z",
@@ -193,15 +193,15 @@ func TestCatchUpNone(t *testing.T) {
 		{name: "new york fall-back hours", zone: newYork, spec: "0 * * * *", catchUp: CatchUpNone,
 			cursor: "2026-11-01T03:00Z", now: "2026-11-01T08:10Z",
 			skipped: []Skip{skip("2026-11-01T08:00Z", SkipCatchUp, 5)},
-			missed: 5, due: 5, newCursor: "2026-11-01T08:00Z"},
+			missed:  5, due: 5, newCursor: "2026-11-01T08:00Z"},
 		{name: "lord howe", zone: lordHowe, spec: "45 1 * * *", catchUp: CatchUpNone,
 			cursor: "2026-04-01T14:45Z", now: "2026-04-08T00:00Z",
 			skipped: []Skip{skip("2026-04-07T15:15Z", SkipCatchUp, 6)},
-			missed: 6, due: 6, newCursor: "2026-04-07T15:15Z"},
+			missed:  6, due: 6, newCursor: "2026-04-07T15:15Z"},
 		{name: "sao paulo", zone: saoPaulo, spec: "0 0 * * *", catchUp: CatchUpNone,
 			cursor: "2018-11-03T03:00Z", now: "2018-11-05T10:00Z",
 			skipped: []Skip{skip("2018-11-05T02:00Z", SkipCatchUp, 2)},
-			missed: 2, due: 2, newCursor: "2018-11-05T02:00Z"},
+			missed:  2, due: 2, newCursor: "2018-11-05T02:00Z"},
 		// A single activation since the cursor is not a catch-up: it fires
 		// (bound its lateness with a window).
 		{name: "single activation", zone: saoPaulo, spec: "0 0 * * *", catchUp: CatchUpNone,
@@ -210,7 +210,7 @@ func TestCatchUpNone(t *testing.T) {
 		{name: "single activation with window", zone: saoPaulo, spec: "0 0 * * *", catchUp: CatchUpNone,
 			cursor: "2018-11-03T03:00Z", now: "2018-11-04T09:00Z", window: time.Hour,
 			skipped: []Skip{skip("2018-11-04T03:00Z", SkipWindow, 1)},
-			due: 1, newCursor: "2018-11-04T03:00Z"},
+			due:     1, newCursor: "2018-11-04T03:00Z"},
 	})
 }
 
@@ -219,7 +219,7 @@ func TestWindowSkipsLate(t *testing.T) {
 		{name: "three hours late, window 2h", zone: berlin, spec: "0 2 * * *", window: 2 * time.Hour,
 			cursor: "2026-03-31T00:00Z", now: "2026-04-01T03:00Z",
 			skipped: []Skip{skip("2026-04-01T00:00Z", SkipWindow, 1)},
-			due: 1, newCursor: "2026-04-01T00:00Z"},
+			due:     1, newCursor: "2026-04-01T00:00Z"},
 		{name: "exactly the window late fires", zone: berlin, spec: "0 2 * * *", window: 3 * time.Hour,
 			cursor: "2026-03-31T00:00Z", now: "2026-04-01T03:00Z",
 			fire: "2026-04-01T00:00Z", due: 1, newCursor: "2026-04-01T00:00Z"},
@@ -231,7 +231,7 @@ func TestWindowSkipsLate(t *testing.T) {
 		{name: "gap lateness 90m, window 1h", zone: newYork, spec: "30 2 * * *", window: time.Hour,
 			cursor: "2026-03-07T07:30Z", now: "2026-03-08T08:30Z",
 			skipped: []Skip{skip("2026-03-08T07:00Z", SkipWindow, 1)},
-			due: 1, newCursor: "2026-03-08T07:00Z"},
+			due:     1, newCursor: "2026-03-08T07:00Z"},
 		{name: "gap lateness 90m, window 2h", zone: newYork, spec: "30 2 * * *", window: 2 * time.Hour,
 			cursor: "2026-03-07T07:30Z", now: "2026-03-08T08:30Z",
 			fire: "2026-03-08T07:00Z", due: 1, newCursor: "2026-03-08T07:00Z"},
@@ -244,7 +244,7 @@ func TestWindowSkipsLate(t *testing.T) {
 		{name: "downtime, latest past window", zone: saoPaulo, spec: "0 0 * * *", window: 2 * time.Hour,
 			cursor: "2018-11-01T03:00Z", now: "2018-11-08T12:00Z",
 			skipped: []Skip{skip("2018-11-07T02:00Z", SkipCatchUp, 6), skip("2018-11-08T02:00Z", SkipWindow, 1)},
-			missed: 6, due: 7, newCursor: "2018-11-08T02:00Z"},
+			missed:  6, due: 7, newCursor: "2018-11-08T02:00Z"},
 	})
 }
 
