@@ -69,7 +69,7 @@ func RenderWorker(n NewWorker) ([]byte, error) {
 		b.WriteString(s + "\n")
 	}
 	role := n.Role
-	line(role != "", "role", quote(orDefault(role, "You ...")), "opens every briefing")
+	line(role != "", "role", quote(role), "opens every briefing")
 	cmd := n.Command
 	if len(cmd) == 0 {
 		line(false, "command", `["/usr/local/bin/agent", "--briefing", "/home/worker/self/briefing.md"]`, "the program a run starts; required to run")

@@ -41,6 +41,9 @@ func AddWorker(ctx context.Context, h home.Home, n NewWorker) (*Worker, error) {
 	if err := home.ValidWorker(n.Name); err != nil {
 		return nil, err
 	}
+	if err := n.check(); err != nil {
+		return nil, err
+	}
 	if _, err := os.Lstat(h.SpecFile(n.Name)); err == nil {
 		return nil, existsError(h, n.Name)
 	}
@@ -74,7 +77,7 @@ func AddWorker(ctx context.Context, h home.Home, n NewWorker) (*Worker, error) {
 	}
 	data, err := RenderWorker(n)
 	if err != nil {
-		return nil, errs.New(errs.ErrUsage, strings.TrimPrefix(err.Error(), "workers/"+n.Name+".toml: "))
+		return nil, err
 	}
 	if err := h.Worker(n.Name).CreateFolders(n.UID); err != nil {
 		return nil, err
@@ -89,6 +92,29 @@ func AddWorker(ctx context.Context, h home.Home, n NewWorker) (*Worker, error) {
 		return nil, err
 	}
 	return ParseWorker(n.Name, h.SpecFile(n.Name), data)
+}
+
+// check refuses settings of a new worker that its spec would not take
+// (exit 2, naming the `worker add` flag).
+func (n NewWorker) check() error {
+	usage := func(format string, args ...any) error { return errs.New(errs.ErrUsage, fmt.Sprintf(format, args...)) }
+	for _, a := range n.Command {
+		if a == "" || strings.IndexByte(a, 0) >= 0 {
+			return usage("--command: a word is empty or holds a NUL byte")
+		}
+	}
+	if n.Heartbeat != "" {
+		if _, err := ParseDuration(n.Heartbeat, true); err != nil {
+			return usage("--heartbeat: %v", err)
+		}
+	}
+	if n.Concurrency < 0 {
+		return usage("--concurrency: must be 1 or more")
+	}
+	if n.Network != "" && n.Network != "none" && n.Network != "host" {
+		return usage("--network: %q must be \"none\" or \"host\"", n.Network)
+	}
+	return nil
 }
 
 func existsError(h home.Home, name string) error {

@@ -39,7 +39,7 @@ func Open(dir string) (Home, error) {
 	fi, err := os.Stat(h.Data())
 	if err != nil || !fi.IsDir() {
 		return h, errs.WithHint(
-			fmt.Errorf("no roster home at %s (no data/ folder): %w", h.Dir, errs.ErrNoHome),
+			errs.New(errs.ErrNoHome, fmt.Sprintf("no roster home at %s (no data/ folder)", h.Dir)),
 			"run `roster init` there, or point --home (ROSTER_HOME) at an existing home")
 	}
 	return h, nil

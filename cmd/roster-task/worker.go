@@ -1,0 +1,216 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/home"
+)
+
+// WorkerCmd groups the worker verbs.
+type WorkerCmd struct {
+	Add    WorkerAddCmd    `cmd:"" help:"Add a worker: its spec workers/NAME.toml, a box uid of its own, its folders. Prints its name."`
+	Ls     WorkerLsCmd     `cmd:"" help:"List the workers with uid, paused, pending and claimed counts."`
+	Rm     WorkerRmCmd     `cmd:"" help:"Remove a worker's spec; its data is kept unless --purge. Refused while a box of it is live."`
+	Pause  WorkerPauseCmd  `cmd:"" help:"Pause a worker: dispatch claims nothing for it."`
+	Resume WorkerResumeCmd `cmd:"" help:"Resume a paused worker."`
+}
+
+// WorkerAddCmd is `worker add NAME`.
+type WorkerAddCmd struct {
+	Name        string   `arg:"" help:"The worker's name: a lower-case letter, then up to 62 of a-z 0-9 _ -."`
+	Command     []string `name:"command" sep:"none" placeholder:"ARGV" help:"The program a run starts. Given once, it is split on white space; given several times, each is one word."`
+	Heartbeat   string   `name:"heartbeat" placeholder:"DUR" help:"The heartbeat template's period, or \"off\" (default 30m)."`
+	Role        string   `name:"role" placeholder:"TEXT" help:"The text that opens every briefing."`
+	UID         int      `name:"uid" placeholder:"UID" help:"The box user (and group) id; default: the lowest free one from 200000."`
+	Concurrency int      `name:"concurrency" placeholder:"N" help:"Boxes of this worker at once from dispatch (default 1)."`
+	Network     string   `name:"network" placeholder:"none|host" help:"\"none\" (loopback only, the default) or \"host\"."`
+}
+
+// commandArgv applies the --command rule: once = split on white space,
+// several times = one word each.
+func commandArgv(words []string) []string {
+	if len(words) == 1 {
+		return strings.Fields(words[0])
+	}
+	return words
+}
+
+func (c *WorkerAddCmd) Run(g *cli.Globals, env *cli.Env) error {
+	if err := home.ValidWorker(c.Name); err != nil {
+		return err
+	}
+	h, err := g.OpenHome()
+	if err != nil {
+		return err
+	}
+	w, err := config.AddWorker(env.Ctx, h, config.NewWorker{
+		Name: c.Name, Role: c.Role, Command: commandArgv(c.Command), Heartbeat: c.Heartbeat,
+		UID: c.UID, Concurrency: c.Concurrency, Network: c.Network,
+	})
+	if errors.Is(err, fs.ErrPermission) {
+		return errs.WithHint(err, "worker add runs as root: it gives the worker's folders to its box uid")
+	}
+	if err != nil {
+		return err
+	}
+	for _, m := range w.Warnings {
+		env.Warn("%s", m)
+	}
+	fmt.Fprintln(env.Stdout, w.Name)
+	return nil
+}
+
+// WorkerLsCmd is `worker ls`.
+type WorkerLsCmd struct {
+	JSON bool `name:"json" help:"Print one JSON object per worker (JSON Lines)."`
+}
+
+// workerRow is one line of `worker ls`; its JSON form is a stable contract.
+type workerRow struct {
+	Name    string `json:"name"`
+	UID     int    `json:"uid"`
+	Paused  bool   `json:"paused"`
+	Pending int    `json:"pending"`
+	Claimed int    `json:"claimed"`
+	Error   string `json:"error,omitempty"`
+}
+
+func (c *WorkerLsCmd) Run(g *cli.Globals, env *cli.Env) error {
+	h, err := g.OpenHome()
+	if err != nil {
+		return err
+	}
+	names, err := config.ListWorkers(h)
+	if err != nil {
+		return err
+	}
+	var rows []workerRow
+	for _, name := range names {
+		r := workerRow{Name: name}
+		w, err := config.LoadWorker(h, name)
+		if err == nil {
+			for _, m := range w.Warnings {
+				env.Warn("%s", m)
+			}
+			r.UID, r.Paused = w.UID, w.Paused
+			r.Pending, r.Claimed, err = countTasks(h.Worker(name))
+		}
+		if err != nil {
+			r.Error = err.Error()
+			env.Warn("%s", err)
+		}
+		rows = append(rows, r)
+	}
+	if c.JSON {
+		for _, r := range rows {
+			if err := cli.JSONLine(env.Stdout, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	table := make([][]string, 0, len(rows))
+	for _, r := range rows {
+		if r.Error != "" {
+			table = append(table, []string{r.Name, "-", "-", "-", "-"}) // why: the warning above
+			continue
+		}
+		table = append(table, []string{r.Name, strconv.Itoa(r.UID), yesNo(r.Paused),
+			strconv.Itoa(r.Pending), strconv.Itoa(r.Claimed)})
+	}
+	return cli.Table(env.Stdout, []string{"NAME", "UID", "PAUSED", "PENDING", "CLAIMED"}, table)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// countTasks reads the states of a worker's partition, tasks/tasks.json (a
+// missing one is an empty partition). It reads only what it counts, so it
+// needs nothing of lib/tms; an unknown format is refused like everywhere.
+func countTasks(w home.Worker) (pending, claimed int, err error) {
+	data, err := os.ReadFile(w.TasksFile())
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, errs.New(errs.ErrRefused, fmt.Sprintf("%s: cannot read: %v", w.TasksFile(), err))
+	}
+	var f struct {
+		Format int `json:"format"`
+		Tasks  []struct {
+			State string `json:"state"`
+		} `json:"tasks"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		return 0, 0, errs.New(errs.ErrRefused, fmt.Sprintf("%s: not a tasks file: %v", w.TasksFile(), err))
+	}
+	if f.Format != 1 {
+		return 0, 0, errs.New(errs.ErrRefused, fmt.Sprintf("%s: unknown format %d", w.TasksFile(), f.Format))
+	}
+	for _, t := range f.Tasks {
+		switch t.State {
+		case "pending":
+			pending++
+		case "claimed":
+			claimed++
+		}
+	}
+	return pending, claimed, nil
+}
+
+// WorkerRmCmd is `worker rm NAME`.
+type WorkerRmCmd struct {
+	Name  string `arg:"" help:"The worker to remove."`
+	Purge bool   `name:"purge" help:"Also delete its folder in the data tree: store, snapshots, tasks, journal, runs."`
+}
+
+func (c *WorkerRmCmd) Run(g *cli.Globals, env *cli.Env) error {
+	if err := home.ValidWorker(c.Name); err != nil {
+		return err
+	}
+	h, err := g.OpenHome()
+	if err != nil {
+		return err
+	}
+	return config.RemoveWorker(h, c.Name, c.Purge)
+}
+
+// WorkerPauseCmd is `worker pause NAME`.
+type WorkerPauseCmd struct {
+	Name string `arg:"" help:"The worker to pause."`
+}
+
+func (c *WorkerPauseCmd) Run(g *cli.Globals, env *cli.Env) error { return setPaused(g, c.Name, true) }
+
+// WorkerResumeCmd is `worker resume NAME`.
+type WorkerResumeCmd struct {
+	Name string `arg:"" help:"The worker to resume."`
+}
+
+func (c *WorkerResumeCmd) Run(g *cli.Globals, env *cli.Env) error {
+	return setPaused(g, c.Name, false)
+}
+
+func setPaused(g *cli.Globals, name string, paused bool) error {
+	if err := home.ValidWorker(name); err != nil {
+		return err
+	}
+	h, err := g.OpenHome()
+	if err != nil {
+		return err
+	}
+	return config.SetPaused(h, name, paused)
+}
