@@ -1,0 +1,182 @@
+package tms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/home"
+)
+
+// Action kinds a box may ask for (dispatch-and-box.md, "Actions").
+const (
+	ActComplete = "complete"
+	ActFail     = "fail"
+	ActFile     = "file"
+	ActSet      = "set"
+	ActPropose  = "propose"
+)
+
+// Action is one action from a box's outbox, as the supervisor decoded it.
+type Action struct {
+	N     int       `json:"n"`
+	Kind  string    `json:"kind"`
+	Text  string    `json:"text,omitempty"`  // file: the task; complete: the summary; fail: the reason; propose: what
+	At    string    `json:"at,omitempty"`    // file: --at (RFC 3339, YYYY-MM-DD HH:MM, +DUR)
+	After []string  `json:"after,omitempty"` // file: dependencies
+	Wake  bool      `json:"wake,omitempty"`  // propose: file a continuation when the last gate resolves
+	Set   *SetInput `json:"set,omitempty"`   // set: the request
+}
+
+// ActionResult is the outcome of one action: "ok" or "refused: ...", and
+// what it made.
+type ActionResult struct {
+	Outcome string    `json:"outcome"`
+	Task    string    `json:"task,omitempty"` // file: the new task
+	Gate    string    `json:"gate,omitempty"` // propose: the new gate
+	Version int64     `json:"version,omitempty"`
+	Refused []Refusal `json:"refused,omitempty"`
+}
+
+// MaxGateText bounds what a proposal says.
+const MaxGateText = 4096
+
+// ApplyAction applies an action from run's box, which serves task served
+// ("" for an ad-hoc run), with the worker's rules, and journals it: an
+// `action` line (by worker, with the outcome, refusals included; no
+// version), then, when accepted, the line of the change it made (which
+// carries the version). complete and fail change nothing here: they are
+// the run's report, which the supervisor passes to Attest.
+//
+// A refused action returns its result (Outcome "refused: ...") and an
+// error of the matching kind (exit 13 for a stale or refused set, 2 for
+// bad input, 12 for an unknown dependency...), for the in-box command's
+// exit status. Other errors mean the partition could not be written.
+func (p *Partition) ApplyAction(ctx context.Context, run, served string, a Action) (ActionResult, error) {
+	t, err := p.begin(ctx)
+	if err != nil {
+		return ActionResult{}, err
+	}
+	defer t.end()
+	res, change, aerr := t.planAction(run, served, a)
+	log := &ActionLog{N: a.N, Kind: a.Kind, Outcome: "ok"}
+	if aerr != nil {
+		res.Outcome = "refused: " + aerr.Error()
+		var re *RefusedError
+		if errors.As(aerr, &re) {
+			res.Refused = re.Refusals
+			log.Refused = re.Refusals
+		}
+		log.Outcome = res.Outcome
+	} else {
+		res.Outcome = "ok"
+	}
+	if _, err := t.emit(Line{Event: EvAction, Task: served, Run: run, By: ByWorker, Action: log, Reason: actionReason(a)}, false); err != nil {
+		return res, err
+	}
+	for _, l := range change {
+		l2, err := t.emit(l, true)
+		if err != nil {
+			return res, err
+		}
+		res.Version = l2.Version
+	}
+	if err := t.commit(); err != nil {
+		return res, err
+	}
+	return res, aerr
+}
+
+func actionReason(a Action) string {
+	if a.Kind == ActFail {
+		return truncateText(a.Text, 512)
+	}
+	return ""
+}
+
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// planAction applies the action to t.f and returns the change lines to
+// journal (after the action line); t.seq/t.ver are not advanced.
+func (t *txn) planAction(run, served string, a Action) (ActionResult, []Line, error) {
+	var res ActionResult
+	if !home.IsRunID(run) {
+		return res, nil, usage("run id %q: not of the form YYYY-MM-DD-HH-MM-SS-xxxx", run)
+	}
+	var task *Task
+	if served != "" {
+		if task = t.f.Task(served); task != nil && (task.State != Claimed || task.Claim == nil || task.Claim.Run != run) {
+			task = nil
+		}
+	}
+	switch a.Kind {
+	case ActComplete, ActFail:
+		return res, nil, nil
+	case ActFile:
+		if err := checkText(a.Text); err != nil {
+			return res, nil, err
+		}
+		standing := Proactive
+		if task != nil && task.By == ByOwner && task.Kind == KindFiled {
+			standing = Owner
+		}
+		nt := Task{Text: a.Text, Kind: KindFiled, Standing: standing, State: Pending, CreatedAt: t.now,
+			By: ByWorker, FiledBy: run}
+		if task != nil {
+			nt.Channel = task.Channel
+		}
+		if a.At != "" {
+			at, err := ParseAt(a.At, t.now, nil)
+			if err != nil {
+				return res, nil, err
+			}
+			nt.ScheduledAt = &at
+		}
+		if err := t.resolveDeps(&nt, a.After); err != nil {
+			return res, nil, err
+		}
+		nt.ID = t.newTaskID()
+		t.f.Tasks = append(t.f.Tasks, nt)
+		res.Task = nt.ID
+		return res, []Line{{Event: EvFiled, Task: nt.ID, Run: run, By: ByWorker, Records: []Record{taskRec(nt, false)}}}, nil
+	case ActSet:
+		if a.Set == nil {
+			return res, nil, usage("set: no request")
+		}
+		// planSet checks the version against the file; emit happens later.
+		r, lines, err := t.planSet(a.Set, ByWorker)
+		if err != nil {
+			return res, nil, err
+		}
+		for i := range lines {
+			lines[i].Run = run
+		}
+		res.Version = r.Version
+		return res, lines, nil
+	case ActPropose:
+		if task == nil {
+			return res, nil, conflict("propose: the run serves no claimed task")
+		}
+		if a.Text == "" {
+			return res, nil, usage("propose: say what needs a decision")
+		}
+		if len(a.Text) > MaxGateText {
+			return res, nil, usage("propose: the proposal is %d bytes, more than %d", len(a.Text), MaxGateText)
+		}
+		if len(task.Gates) >= 100 {
+			return res, nil, conflict("propose: the task already has 100 gates")
+		}
+		g := Gate{ID: fmt.Sprintf("g%d", len(task.Gates)+1), What: a.Text, State: GatePending, Wake: a.Wake}
+		task.Gates = append(task.Gates, g)
+		res.Gate = g.ID
+		return res, []Line{{Event: EvGateProposed, Task: task.ID, Run: run, By: ByWorker, Gate: g.ID,
+			Records: []Record{taskRec(*task, false)}}}, nil
+	}
+	return res, nil, errs.New(errs.ErrUsage, fmt.Sprintf("unknown action kind %q", a.Kind))
+}

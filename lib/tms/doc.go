@@ -1,0 +1,43 @@
+// Package tms is the task management system: one partition of tasks and
+// templates per worker (tasks/tasks.json, tasks/journal.jsonl and
+// view/schedule.json), with every rule of tasks.md.
+//
+// # Invariants
+//
+// Every change happens under flock on tasks/.lock and is written in
+// layout.md's order: (1) its journal line(s), each carrying the version it
+// produces, appended and fsynced; (2) tasks.json atomically replaced; (3)
+// view/schedule.json atomically replaced. The next holder of the lock rolls
+// tasks.json forward from the journal's records when the journal is ahead,
+// so a crash between (1) and (2) loses and duplicates nothing. seq grows by
+// 1 per line, version by 1 per change; one change is one line with a
+// `records` array holding every entry it touched ({"removed": true} for an
+// entry leaving tasks.json), so Rebuild can rebuild tasks.json from the
+// journal alone. Adding a task reads tasks.json and the journal's tail only.
+// A corrupt or unknown-format tasks.json or journal is refused (errs.ErrRefused,
+// exit 14) and never written.
+//
+// Eligibility (due, scheduled, waiting, blocked, late, held) is derived,
+// never stored. A finished dependency's outcome is copied into its
+// dependents' `settled` map when it finishes, so eligibility never reads the
+// journal.
+//
+// # API
+//
+// Open a partition with Open(home, worker, Options{Clock, Org, Worker});
+// a Partition holds no state between calls, so any number of processes may
+// use the same partition at once. Time comes from Options.Clock.
+//
+//   - People: Add, Relay, Cancel, Requeue, ResolveGate, AddTemplate,
+//     RemoveTemplate, SetTasks (by owner), Read, Get, Show, Journal, Due,
+//     Fsck, Rebuild. FindTask resolves an id prefix across workers.
+//   - The dispatcher, each tick: FireTemplates (keeps the heartbeat in step
+//     with the spec, fires due activations), Due (claimable tasks in claim
+//     order, reasons for the rest, holds, budget, the next wake-up), Claim,
+//     LiveClaims; Reclaim for a claimed task whose box is gone.
+//     CredentialsPresent and LowDisk are the holds; BudgetUsed the budget.
+//   - The box supervisor: StillClaimed before it starts the container and
+//     before it records the outcome; ApplyAction for each outbox action
+//     (file, set, propose; complete and fail are journaled and become the
+//     run's report); Attest when the box ends; CeilingOf for the run's limit.
+package tms

@@ -1,0 +1,208 @@
+package tms
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/roster-sh/roster/lib/config"
+)
+
+// Derived eligibility of a live task (never stored).
+const (
+	StateDue         = "due"       // claimable now
+	StateScheduled   = "scheduled" // scheduled_at still ahead
+	StateWaiting     = "waiting"   // a dependency has not finished
+	StateBlocked     = "blocked"   // a dependency failed or was canceled
+	StateLate        = "late"      // proactive, and the day's budget is used up
+	StateHeld        = "held"      // dispatch holds: no credential, low disk
+	StateClaimed     = Claimed
+	StateNeedsReview = NeedsReview
+)
+
+// Eligibility is a task's derived state and the reason, in words.
+type Eligibility struct {
+	State string `json:"eligibility"`
+	Why   string `json:"why,omitempty"`
+}
+
+// eligibility derives what the task's own fields and its dependencies say
+// (the partition-wide holds and the budget come on top, in Due).
+func eligibility(f *File, t *Task, now time.Time) Eligibility {
+	switch t.State {
+	case Claimed:
+		why := ""
+		if t.Claim != nil {
+			why = "run " + t.Claim.Run
+		}
+		return Eligibility{StateClaimed, why}
+	case NeedsReview:
+		return Eligibility{StateNeedsReview, fmt.Sprintf("%d gate(s) pending", pendingGates(t))}
+	}
+	var waiting, blocked []string
+	for _, d := range t.DependsOn {
+		if dt := f.Task(d); dt != nil {
+			waiting = append(waiting, d)
+			continue
+		}
+		switch s := t.Settled[d]; s {
+		case Completed:
+		case "":
+			blocked = append(blocked, "unknown "+d)
+		default:
+			blocked = append(blocked, s+" "+d)
+		}
+	}
+	if len(blocked) > 0 {
+		return Eligibility{StateBlocked, "blocked by " + strings.Join(blocked, ", ")}
+	}
+	if len(waiting) > 0 {
+		return Eligibility{StateWaiting, "waiting on " + strings.Join(waiting, ", ")}
+	}
+	if t.ScheduledAt != nil && t.ScheduledAt.After(now) {
+		return Eligibility{StateScheduled, "scheduled " + t.ScheduledAt.In(time.Local).Format("2006-01-02 15:04 MST")}
+	}
+	return Eligibility{StateDue, ""}
+}
+
+// claimLess is the claim order: owner before proactive, then higher
+// priority, then scheduled_at (or created_at), then id.
+func claimLess(a, b *Task) bool {
+	if (a.Standing == Owner) != (b.Standing == Owner) {
+		return a.Standing == Owner
+	}
+	if a.Priority != b.Priority {
+		return a.Priority > b.Priority
+	}
+	ta, tb := a.CreatedAt, b.CreatedAt
+	if a.ScheduledAt != nil {
+		ta = *a.ScheduledAt
+	}
+	if b.ScheduledAt != nil {
+		tb = *b.ScheduledAt
+	}
+	if !ta.Equal(tb) {
+		return ta.Before(tb)
+	}
+	return a.ID < b.ID
+}
+
+// Entry is one live task with its derived eligibility.
+type Entry struct {
+	Task
+	Eligibility
+}
+
+// DueReport is what a dispatcher would claim from one partition now, and
+// why not the rest.
+type DueReport struct {
+	Worker     string
+	Version    int64
+	Claimable  []Task  // pending and claimable now, in claim order
+	Entries    []Entry // every live task: pending ones in claim order, then claimed, then needs-review
+	Holds      []string
+	Budget     Budget
+	LiveClaims int
+	Next       time.Time // the earliest future scheduled_at or template activation; zero if none
+}
+
+// Due lists the partition's live tasks with their eligibility, the
+// claimable ones in claim order. Holds (no credential, low disk) make
+// everything held; an exhausted budget makes proactive work late. It does
+// not fire templates: call FireTemplates first.
+func (p *Partition) Due(ctx context.Context) (*DueReport, error) {
+	f, err := p.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := p.clock.Now()
+	r := &DueReport{Worker: p.Name, Version: f.Version}
+	if !CredentialsPresent(p.Org, p.getenv) {
+		r.Holds = append(r.Holds, "no credential")
+	}
+	if low, why, err := LowDisk(p.Home, p.Org); err == nil && low {
+		r.Holds = append(r.Holds, why)
+	}
+	r.Budget, err = p.BudgetState(now)
+	if err != nil {
+		return nil, err
+	}
+	return p.classify(r, f, now), nil
+}
+
+func (p *Partition) classify(r *DueReport, f *File, now time.Time) *DueReport {
+	tasks := make([]*Task, len(f.Tasks))
+	for i := range f.Tasks {
+		tasks[i] = &f.Tasks[i]
+	}
+	rank := func(t *Task) int {
+		switch t.State {
+		case Pending:
+			return 0
+		case Claimed:
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(tasks, func(i, j int) bool {
+		ri, rj := rank(tasks[i]), rank(tasks[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return claimLess(tasks[i], tasks[j])
+	})
+	for _, t := range tasks {
+		e := eligibility(f, t, now)
+		if t.State == Claimed {
+			r.LiveClaims++
+		}
+		if e.State == StateDue && len(r.Holds) > 0 {
+			e = Eligibility{StateHeld, "held: " + strings.Join(r.Holds, ", ")}
+		}
+		if e.State == StateDue && t.Standing == Proactive && r.Budget.Over() {
+			e = Eligibility{StateLate, "late (" + r.Budget.String() + ")"}
+		}
+		if e.State == StateDue {
+			r.Claimable = append(r.Claimable, *t)
+		}
+		if t.State == Pending && t.ScheduledAt != nil && t.ScheduledAt.After(now) {
+			if r.Next.IsZero() || t.ScheduledAt.Before(r.Next) {
+				r.Next = *t.ScheduledAt
+			}
+		}
+		r.Entries = append(r.Entries, Entry{Task: *t, Eligibility: e})
+	}
+	if n := p.nextActivation(f, now); !n.IsZero() && (r.Next.IsZero() || n.Before(r.Next)) {
+		r.Next = n
+	}
+	return r
+}
+
+// Budget is a worker's proactive box time today.
+type Budget struct {
+	Used      time.Duration
+	Limit     time.Duration
+	Unlimited bool
+	Clears    time.Time // the next host-local midnight
+}
+
+// Over reports whether proactive work is late.
+func (b Budget) Over() bool { return !b.Unlimited && b.Used >= b.Limit }
+
+// String says "budget: 2h used of 2h, clears 00:00".
+func (b Budget) String() string {
+	if b.Unlimited {
+		return "budget: unlimited"
+	}
+	return fmt.Sprintf("budget: %s used of %s, clears %s", shortDur(b.Used), shortDur(b.Limit), b.Clears.Format("15:04"))
+}
+
+func shortDur(d time.Duration) string {
+	d = d.Truncate(time.Minute)
+	if d <= 0 {
+		return "0m"
+	}
+	return config.FormatDuration(d)
+}

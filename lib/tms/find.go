@@ -1,0 +1,98 @@
+package tms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/home"
+)
+
+// Found is a task id resolved to its worker.
+type Found struct {
+	Worker string
+	ID     string
+}
+
+// FindTask resolves a task id or unique prefix (the "t-" may be left out)
+// across every worker, or only worker if it is not "". Live tasks are
+// searched first; with finished, the journals' finished tasks too when no
+// live task matches. Several matches: exit 2 listing them; none: exit 12.
+// Workers whose partition cannot be read are skipped, and their errors
+// returned alongside a result (for the caller to report).
+func FindTask(ctx context.Context, h home.Home, worker, prefix string, finished bool) (Found, []error, error) {
+	var names []string
+	if worker != "" {
+		if _, err := config.LoadWorker(h, worker); err != nil {
+			return Found{}, nil, err
+		}
+		names = []string{worker}
+	} else {
+		var err error
+		if names, err = config.ListWorkers(h); err != nil {
+			return Found{}, nil, err
+		}
+	}
+	var skipped []error
+	owner := map[string]string{}
+	var ids []string
+	parts := map[string]*Partition{}
+	for _, n := range names {
+		p, err := Open(h, n, Options{Org: &config.Org{}, Worker: &config.Worker{Name: n}})
+		if err != nil {
+			skipped = append(skipped, err)
+			continue
+		}
+		parts[n] = p
+		f, err := readFile(p.W.TasksFile())
+		if err != nil {
+			if worker != "" {
+				return Found{}, nil, err
+			}
+			skipped = append(skipped, err)
+			continue
+		}
+		for i := range f.Tasks {
+			owner[f.Tasks[i].ID] = n
+			ids = append(ids, f.Tasks[i].ID)
+		}
+	}
+	id, err := home.Resolve("task", prefix, ids)
+	if err == nil {
+		return Found{Worker: owner[id], ID: id}, skipped, nil
+	}
+	if !errors.Is(err, errs.ErrNotFound) || !finished {
+		return Found{}, skipped, err
+	}
+	ids = nil
+	sorted := make([]string, 0, len(parts))
+	for n := range parts {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	for _, n := range sorted {
+		fin, ferr := finishedTasks(parts[n].W.Journal())
+		if ferr != nil {
+			if worker != "" {
+				return Found{}, nil, ferr
+			}
+			skipped = append(skipped, ferr)
+			continue
+		}
+		for fid := range fin {
+			owner[fid] = n
+			ids = append(ids, fid)
+		}
+	}
+	id, err = home.Resolve("task", prefix, ids)
+	if err != nil {
+		if errors.Is(err, errs.ErrNotFound) && worker != "" {
+			return Found{}, skipped, errs.New(errs.ErrNotFound, fmt.Sprintf("task %q: not found in worker %s", prefix, worker))
+		}
+		return Found{}, skipped, err
+	}
+	return Found{Worker: owner[id], ID: id}, skipped, nil
+}

@@ -1,0 +1,111 @@
+package tms
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/runs"
+)
+
+// CredentialsPresent reports whether dispatch may run as far as model
+// credentials go: an empty [dispatch] credentials list never holds;
+// otherwise any one present entry is enough ("file:PATH": exists and is
+// non-empty; "env:NAME": set and non-empty in getenv).
+func CredentialsPresent(org *config.Org, getenv func(string) string) bool {
+	if org == nil || len(org.Dispatch.Credentials) == 0 {
+		return true
+	}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	for _, c := range org.Dispatch.Credentials {
+		switch {
+		case strings.HasPrefix(c, "file:"):
+			if fi, err := os.Stat(strings.TrimPrefix(c, "file:")); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
+				return true
+			}
+		case strings.HasPrefix(c, "env:"):
+			if getenv(strings.TrimPrefix(c, "env:")) != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// LowDisk reports whether the data tree's filesystem has less free space
+// than [storage] store.min_free, with the reason in words.
+func LowDisk(h home.Home, org *config.Org) (bool, string, error) {
+	if org == nil || org.Storage.MinFree <= 0 {
+		return false, "", nil
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(h.Data(), &st); err != nil {
+		return false, "", fmt.Errorf("statfs %s: %w", h.Data(), err)
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if free < org.Storage.MinFree {
+		return true, fmt.Sprintf("low disk (%s free, store.min_free is %s)", config.FormatSize(free), config.FormatSize(org.Storage.MinFree)), nil
+	}
+	return false, "", nil
+}
+
+// localMidnight returns the host-local midnight starting now's day.
+func localMidnight(now time.Time) time.Time {
+	l := now.In(time.Local)
+	return time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, time.Local)
+}
+
+// BudgetUsed sums the box time of w's proactive runs that started on now's
+// host-local day: cost.wall_seconds of ended runs, time so far of live
+// ones. Run folders are named by their (UTC) start, so older days are
+// skipped unread; unreadable records are skipped.
+func BudgetUsed(w home.Worker, now time.Time) (time.Duration, error) {
+	start := localMidnight(now)
+	end := start.AddDate(0, 0, 1)
+	ents, err := os.ReadDir(w.Runs())
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var used time.Duration
+	for _, e := range ents {
+		rt, err := home.RunTime(e.Name())
+		if err != nil || rt.Before(start.Add(-time.Hour)) || !rt.Before(end) {
+			continue
+		}
+		r, err := runs.ReadRecord(w.Run(e.Name()))
+		if err != nil || r.Standing != Proactive || r.StartedAt.Before(start) || !r.StartedAt.Before(end) {
+			continue
+		}
+		if r.EndedAt == nil {
+			if d := now.Sub(r.StartedAt); d > 0 {
+				used += d
+			}
+			continue
+		}
+		used += time.Duration(r.Cost.WallSeconds * float64(time.Second))
+	}
+	return used, nil
+}
+
+// BudgetState is the partition's proactive budget at now.
+func (p *Partition) BudgetState(now time.Time) (Budget, error) {
+	b := Budget{Limit: p.Org.Budget.Proactive, Unlimited: p.Org.Budget.Unlimited, Clears: localMidnight(now).AddDate(0, 0, 1)}
+	if b.Unlimited {
+		return b, nil
+	}
+	var err error
+	b.Used, err = BudgetUsed(p.W, now)
+	return b, err
+}

@@ -1,0 +1,533 @@
+package tms
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/roster-sh/roster/lib/errs"
+)
+
+// SetInput is a set_tasks request: the worker-editable shape of tasks.json
+// (its "tasks" and "templates" arrays) plus the version the writer read.
+// A schedule.json is valid input as it is (format, worker and now are
+// accepted and ignored).
+type SetInput struct {
+	Format    int        `json:"format,omitempty"`
+	Version   *int64     `json:"version"`
+	Worker    string     `json:"worker,omitempty"`
+	Now       *time.Time `json:"now,omitempty"`
+	Tasks     []Task     `json:"tasks"`
+	Templates []Template `json:"templates"`
+}
+
+// DecodeSet parses set_tasks input strictly: unknown fields, trailing data
+// and unknown formats are refused (exit 2).
+func DecodeSet(data []byte) (*SetInput, error) {
+	if len(data) > 16<<20 {
+		return nil, usage("set input is %d bytes, more than 16 MiB", len(data))
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var in SetInput
+	if err := dec.Decode(&in); err != nil {
+		return nil, usage("set input: %v", err)
+	}
+	if dec.More() {
+		return nil, usage("set input: data after the JSON object")
+	}
+	if in.Format != 0 && in.Format != Format {
+		return nil, usage("set input: unknown format %d", in.Format)
+	}
+	return &in, nil
+}
+
+// RefusedError is a set_tasks (or action) that was refused as a whole: it
+// lists every refused entry with its reason. It is a conflict (exit 13).
+type RefusedError struct{ Refusals []Refusal }
+
+func (e *RefusedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "set refused (%d entr", len(e.Refusals))
+	if len(e.Refusals) == 1 {
+		b.WriteString("y); nothing changed")
+	} else {
+		b.WriteString("ies); nothing changed")
+	}
+	for _, r := range e.Refusals {
+		fmt.Fprintf(&b, "\n  %s: %s", r.Entry, r.Reason)
+	}
+	return b.String()
+}
+func (e *RefusedError) Unwrap() error { return errs.ErrConflict }
+
+// SetResult is what an accepted set changed.
+type SetResult struct {
+	Version int64
+	Changed []Change
+}
+
+func zeroOrEqual(in, old any) bool {
+	v := reflect.ValueOf(in)
+	if !v.IsValid() || v.IsZero() {
+		return true
+	}
+	return reflect.DeepEqual(in, old)
+}
+
+// taskFieldChange returns the first non-editable field the input sets to
+// a different value ("" if none).
+func taskFieldChange(old, in *Task) string {
+	checks := []struct {
+		name    string
+		in, old any
+	}{
+		{"kind", in.Kind, old.Kind}, {"state", in.State, old.State}, {"by", in.By, old.By},
+		{"attempts", in.Attempts, old.Attempts}, {"template", in.Template, old.Template},
+		{"from", in.From, old.From}, {"continues", in.Continues, old.Continues},
+		{"refiled_from", in.RefiledFrom, old.RefiledFrom}, {"filed_by", in.FiledBy, old.FiledBy},
+		{"last_run", in.LastRun, old.LastRun}, {"ceiling", in.Ceiling, old.Ceiling},
+		{"channel", in.Channel, old.Channel},
+	}
+	for _, c := range checks {
+		if !zeroOrEqual(c.in, c.old) {
+			return c.name
+		}
+	}
+	if !in.CreatedAt.IsZero() && !in.CreatedAt.Equal(old.CreatedAt) {
+		return "created_at"
+	}
+	if in.Slot != nil && (old.Slot == nil || !in.Slot.Equal(*old.Slot)) {
+		return "slot"
+	}
+	if in.Claim != nil && (old.Claim == nil || in.Claim.Run != old.Claim.Run) {
+		return "claim"
+	}
+	if len(in.Gates) > 0 && !reflect.DeepEqual(stripGateTimes(in.Gates), stripGateTimes(old.Gates)) {
+		return "gates"
+	}
+	return ""
+}
+
+func stripGateTimes(g []Gate) []Gate {
+	out := append([]Gate(nil), g...)
+	for i := range out {
+		out[i].ResolvedAt = nil
+	}
+	return out
+}
+
+func timesEqual(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Equal(*b)
+}
+
+func sameStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// editedTaskFields lists the editable fields the input changes.
+func editedTaskFields(old, in *Task) []string {
+	var out []string
+	if in.Text != "" && in.Text != old.Text {
+		out = append(out, "text")
+	}
+	if in.Priority != old.Priority {
+		out = append(out, "priority")
+	}
+	if !timesEqual(in.ScheduledAt, old.ScheduledAt) {
+		out = append(out, "scheduled_at")
+	}
+	if !sameStrings(in.DependsOn, old.DependsOn) {
+		out = append(out, "depends_on")
+	}
+	if in.Standing != "" && in.Standing != old.Standing {
+		out = append(out, "standing")
+	}
+	return out
+}
+
+func templateEqual(a, b *Template) bool {
+	return a.Cron == b.Cron && a.Text == b.Text && (b.Standing == "" || a.Standing == b.Standing) &&
+		a.Window == b.Window && (b.CatchUp == "" || a.CatchUp == b.CatchUp) && (b.Overlap == "" || a.Overlap == b.Overlap) &&
+		a.Ceiling == b.Ceiling && a.Priority == b.Priority && a.Channel == b.Channel && a.System == b.System
+}
+
+// SetTasks applies a set_tasks request with the worker's rules (tasks.md,
+// "set_tasks"), all or nothing: a stale version is exit 13 and changes
+// nothing; any refused entry refuses the whole set with a RefusedError
+// (exit 13) listing every refusal. by is who asks: ByWorker from a box,
+// ByOwner from `roster-task set` on the host; entries it creates carry it,
+// and it may edit the text only of tasks it filed. An accepted set is one
+// `set` journal line and one version.
+func (p *Partition) SetTasks(ctx context.Context, in *SetInput, by string) (*SetResult, error) {
+	t, err := p.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer t.end()
+	res, lines, err := t.planSet(in, by)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range lines {
+		if _, err := t.emit(l, true); err != nil {
+			return nil, err
+		}
+	}
+	res.Version = t.ver
+	return res, t.commit()
+}
+
+// planSet checks a set and, when every entry is allowed, applies it to
+// t.f and returns the journal line(s) to emit.
+func (t *txn) planSet(in *SetInput, by string) (*SetResult, []Line, error) {
+	if in.Version == nil {
+		return nil, nil, usage("set: the version read is required")
+	}
+	if *in.Version != t.f.Version {
+		return nil, nil, errs.WithHint(conflict("set: stale version %d (the partition is at version %d); nothing changed", *in.Version, t.f.Version),
+			"re-read the schedule and retry")
+	}
+	var refused []Refusal
+	refuse := func(entry, format string, args ...any) {
+		refused = append(refused, Refusal{Entry: entry, Reason: fmt.Sprintf(format, args...)})
+	}
+	cur := t.f
+	var result []Task
+	var changes []Change
+	var recs []Record
+	seen := map[string]bool{}
+	newN := 0
+	for k := range in.Tasks {
+		e := in.Tasks[k]
+		if e.ID == "" {
+			newN++
+			name := fmt.Sprintf("new task %d", newN)
+			if e.Standing == Owner {
+				refuse(name, "creating owner entries is not allowed")
+				continue
+			}
+			if err := checkText(e.Text); err != nil {
+				refuse(name, "%v", err)
+				continue
+			}
+			if e.Kind != "" && e.Kind != KindFiled {
+				refuse(name, "new tasks are of kind filed")
+				continue
+			}
+			nt := Task{ID: t.newTaskID(), Text: e.Text, Kind: KindFiled, Standing: Proactive, State: Pending,
+				CreatedAt: t.now, ScheduledAt: e.ScheduledAt, DependsOn: e.DependsOn, Priority: e.Priority, By: by}
+			var err error
+			if nt.Ceiling, err = checkDuration("ceiling", e.Ceiling); err != nil {
+				refuse(name, "%v", err)
+				continue
+			}
+			if e.Channel != "" {
+				refuse(name, "the channel of a task cannot be set")
+				continue
+			}
+			for seen[nt.ID] || cur.Task(nt.ID) != nil {
+				nt.ID = t.newTaskID()
+			}
+			seen[nt.ID] = true
+			result = append(result, nt)
+			changes = append(changes, Change{nt.ID, "created"})
+			continue
+		}
+		if seen[e.ID] {
+			refuse(e.ID, "listed twice")
+			continue
+		}
+		seen[e.ID] = true
+		old := cur.Task(e.ID)
+		if old == nil {
+			refuse(e.ID, "no such pending task (leave id empty to create one)")
+			continue
+		}
+		edited := editedTaskFields(old, &e)
+		field := taskFieldChange(old, &e)
+		if old.State != Pending {
+			if len(edited) > 0 || field != "" {
+				refuse(e.ID, "task is %s; it cannot be changed", old.State)
+			}
+			result = append(result, cloneTask(*old))
+			continue
+		}
+		if field != "" {
+			refuse(e.ID, "field %s cannot be changed", field)
+			continue
+		}
+		nt := cloneTask(*old)
+		for _, f := range edited {
+			switch f {
+			case "text":
+				if old.By != by {
+					refuse(e.ID, "editing the text of an entry it did not file (by %s) is not allowed", old.By)
+					continue
+				}
+				if err := checkText(e.Text); err != nil {
+					refuse(e.ID, "%v", err)
+					continue
+				}
+				nt.Text = e.Text
+			case "priority":
+				nt.Priority = e.Priority
+			case "scheduled_at":
+				nt.ScheduledAt = e.ScheduledAt
+			case "depends_on":
+				nt.DependsOn = append([]string(nil), e.DependsOn...)
+			case "standing":
+				if e.Standing == Owner {
+					refuse(e.ID, "raising standing to owner is not allowed")
+					continue
+				}
+				if !validStanding(e.Standing) {
+					refuse(e.ID, "standing %q: must be owner or proactive", e.Standing)
+					continue
+				}
+				nt.Standing = e.Standing
+			}
+		}
+		result = append(result, nt)
+		if len(edited) > 0 {
+			changes = append(changes, Change{nt.ID, "changed: " + strings.Join(edited, ", ")})
+		}
+	}
+	// Omission cancels only what the worker may cancel: pending tasks.
+	var canceled []Task
+	for _, old := range cur.Tasks {
+		if seen[old.ID] {
+			continue
+		}
+		if old.State == Pending {
+			c := cloneTask(old)
+			c.State = Canceled
+			now := t.now
+			c.FinishedAt = &now
+			canceled = append(canceled, c)
+			changes = append(changes, Change{old.ID, "canceled"})
+			continue
+		}
+		result = append(result, cloneTask(old))
+	}
+	// Dependencies: every one must exist (live, canceled here, or finished).
+	live := map[string]*Task{}
+	for i := range result {
+		live[result[i].ID] = &result[i]
+	}
+	canceledIDs := map[string]bool{}
+	for _, c := range canceled {
+		canceledIDs[c.ID] = true
+	}
+	var finished map[string]Task
+	for i := range result {
+		nt := &result[i]
+		if nt.State != Pending {
+			continue
+		}
+		for _, d := range nt.DependsOn {
+			switch {
+			case d == nt.ID:
+				refuse(nt.ID, "depends on itself")
+			case live[d] != nil:
+			case canceledIDs[d]:
+				if nt.Settled == nil {
+					nt.Settled = map[string]string{}
+				}
+				nt.Settled[d] = Canceled
+			case nt.Settled[d] != "":
+			default:
+				if finished == nil {
+					var err error
+					if finished, err = finishedTasks(t.p.W.Journal()); err != nil {
+						return nil, nil, err
+					}
+				}
+				if ft, ok := finished[d]; ok {
+					if nt.Settled == nil {
+						nt.Settled = map[string]string{}
+					}
+					nt.Settled[d] = ft.State
+				} else {
+					refuse(nt.ID, "unknown dependency %s", d)
+				}
+			}
+		}
+		for d := range nt.Settled {
+			if !contains(nt.DependsOn, d) {
+				delete(nt.Settled, d)
+			}
+		}
+		if len(nt.Settled) == 0 {
+			nt.Settled = nil
+		}
+	}
+	for _, cyc := range findCycles(result) {
+		refuse(cyc[0], "dependency cycle: %s", strings.Join(append(cyc, cyc[0]), " -> "))
+	}
+	// Templates.
+	var tpls []Template
+	tseen := map[string]bool{}
+	for k := range in.Templates {
+		e := in.Templates[k]
+		if tseen[e.ID] {
+			refuse("template "+e.ID, "listed twice")
+			continue
+		}
+		tseen[e.ID] = true
+		old := cur.Template(e.ID)
+		if e.ID == HeartbeatID || (old != nil && old.System) {
+			if old == nil || !templateEqual(old, &e) || (e.Cursor != nil && !timesEqual(e.Cursor, old.Cursor)) {
+				refuse("template "+e.ID, "the heartbeat system template cannot be touched")
+				continue
+			}
+			tpls = append(tpls, *old)
+			continue
+		}
+		if e.System {
+			refuse("template "+e.ID, "system templates cannot be created")
+			continue
+		}
+		if old == nil {
+			if e.Standing == Owner {
+				refuse("template "+e.ID, "creating owner entries is not allowed")
+				continue
+			}
+			nt := e
+			nt.By = by
+			if _, err := normalizeTemplate(&nt); err != nil {
+				refuse("template "+e.ID, "%v", err)
+				continue
+			}
+			c := t.now.Truncate(time.Second)
+			nt.Cursor = &c
+			tpls = append(tpls, nt)
+			changes = append(changes, Change{e.ID, "created"})
+			recs = append(recs, templateRec(nt, false))
+			continue
+		}
+		if e.Standing == Owner && old.Standing != Owner {
+			refuse("template "+e.ID, "raising standing to owner is not allowed")
+			continue
+		}
+		if e.By != "" && e.By != old.By {
+			refuse("template "+e.ID, "field by cannot be changed")
+			continue
+		}
+		if e.Cursor != nil && !timesEqual(e.Cursor, old.Cursor) {
+			refuse("template "+e.ID, "field cursor cannot be changed")
+			continue
+		}
+		nt := e
+		nt.By = old.By
+		nt.Cursor = old.Cursor
+		if _, err := normalizeTemplate(&nt); err != nil {
+			refuse("template "+e.ID, "%v", err)
+			continue
+		}
+		if !templateEqual(old, &nt) || nt.Standing != old.Standing {
+			changes = append(changes, Change{e.ID, "changed"})
+			recs = append(recs, templateRec(nt, false))
+		}
+		tpls = append(tpls, nt)
+	}
+	for _, old := range cur.Templates {
+		if tseen[old.ID] {
+			continue
+		}
+		if old.System {
+			tpls = append(tpls, old)
+			continue
+		}
+		changes = append(changes, Change{old.ID, "retired"})
+		recs = append(recs, templateRec(old, true))
+	}
+	if len(refused) > 0 {
+		return nil, nil, &RefusedError{Refusals: refused}
+	}
+	// Settle the dependents of canceled tasks; record every touched task.
+	byID := map[string]bool{}
+	for _, c := range changes {
+		byID[c.Entry] = true
+	}
+	for _, c := range canceled {
+		recs = append(recs, taskRec(c, true))
+	}
+	for i := range result {
+		old := cur.Task(result[i].ID)
+		if old == nil || byID[result[i].ID] || !reflect.DeepEqual(*old, result[i]) {
+			if old != nil && !byID[result[i].ID] {
+				changes = append(changes, Change{result[i].ID, "settled"})
+			}
+			recs = append(recs, taskRec(result[i], false))
+		}
+	}
+	res := &SetResult{Version: t.f.Version, Changed: changes}
+	if len(changes) == 0 {
+		return res, nil, nil
+	}
+	t.f.Tasks = result
+	t.f.Templates = tpls
+	return res, []Line{{Event: EvSet, By: by, Changed: changes, Records: recs}}, nil
+}
+
+// findCycles returns each dependency cycle among tasks once, as the ids on
+// it in order.
+func findCycles(tasks []Task) [][]string {
+	idx := map[string]*Task{}
+	for i := range tasks {
+		idx[tasks[i].ID] = &tasks[i]
+	}
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[string]int{}
+	var stack []string
+	var out [][]string
+	var visit func(id string)
+	visit = func(id string) {
+		color[id] = grey
+		stack = append(stack, id)
+		for _, d := range idx[id].DependsOn {
+			if idx[d] == nil {
+				continue
+			}
+			switch color[d] {
+			case white:
+				visit(d)
+			case grey:
+				for i := len(stack) - 1; i >= 0; i-- {
+					if stack[i] == d {
+						out = append(out, append([]string(nil), stack[i:]...))
+						break
+					}
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[id] = black
+	}
+	for i := range tasks {
+		if color[tasks[i].ID] == white {
+			visit(tasks[i].ID)
+		}
+	}
+	return out
+}

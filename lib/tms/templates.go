@@ -1,0 +1,350 @@
+package tms
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/tms/sched"
+)
+
+// Overlap values of a template.
+const (
+	OverlapForbid = "forbid"
+	OverlapAllow  = "allow"
+)
+
+// HeartbeatText is the system heartbeat's task text.
+const HeartbeatText = "Curate your task list and do what is due."
+
+// NewTemplate is what AddTemplate creates.
+type NewTemplate struct {
+	ID       string
+	Cron     string
+	Text     string
+	Standing string // default proactive
+	Window   string
+	CatchUp  string // latest (default) | none
+	Overlap  string // forbid (default) | allow
+	Ceiling  string
+	Priority int
+	Channel  string
+	By       string // default owner
+}
+
+// normalizeTemplate checks a template's fields and fills in defaults; it
+// returns the parsed schedule.
+func normalizeTemplate(t *Template) (*sched.Schedule, error) {
+	if err := home.ValidTemplate(t.ID); err != nil {
+		return nil, err
+	}
+	s, err := sched.Parse(t.Cron, time.Local)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkText(t.Text); err != nil {
+		return nil, err
+	}
+	if t.Standing == "" {
+		t.Standing = Proactive
+	}
+	if !validStanding(t.Standing) {
+		return nil, usage("standing %q: must be owner or proactive", t.Standing)
+	}
+	if _, err := sched.ParseWindow(t.Window); err != nil {
+		return nil, usage("window: %v", err)
+	}
+	if t.CatchUp, err = sched.ParseCatchUp(t.CatchUp); err != nil {
+		return nil, usage("catch_up: %v", err)
+	}
+	switch t.Overlap {
+	case "":
+		t.Overlap = OverlapForbid
+	case OverlapForbid, OverlapAllow:
+	default:
+		return nil, usage("overlap %q: must be forbid or allow", t.Overlap)
+	}
+	if t.Ceiling, err = checkDuration("ceiling", t.Ceiling); err != nil {
+		return nil, err
+	}
+	if t.Channel != "" {
+		if _, err := home.EncodeChannel(t.Channel); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// AddTemplate saves a new template. Its cursor is its creation time, so
+// its first activation is the first one after it was made. The id
+// "heartbeat" is the system template's (exit 2); an existing id is exit 13.
+func (p *Partition) AddTemplate(ctx context.Context, nt NewTemplate) (Template, error) {
+	if nt.By == "" {
+		nt.By = ByOwner
+	}
+	tpl := Template{ID: nt.ID, Cron: nt.Cron, Text: nt.Text, Standing: nt.Standing, By: nt.By,
+		Window: nt.Window, CatchUp: nt.CatchUp, Overlap: nt.Overlap, Ceiling: nt.Ceiling,
+		Priority: nt.Priority, Channel: nt.Channel}
+	if nt.ID == HeartbeatID {
+		return Template{}, errs.WithHint(usage("template %q is the system template", nt.ID),
+			"set the worker spec's heartbeat instead")
+	}
+	if _, err := normalizeTemplate(&tpl); err != nil {
+		return Template{}, err
+	}
+	t, err := p.begin(ctx)
+	if err != nil {
+		return Template{}, err
+	}
+	defer t.end()
+	if t.f.Template(tpl.ID) != nil {
+		return Template{}, conflict("template %s already exists in worker %s", tpl.ID, p.Name)
+	}
+	c := t.now.Truncate(time.Second)
+	tpl.Cursor = &c
+	t.f.Templates = append(t.f.Templates, tpl)
+	if _, err := t.emit(Line{Event: EvSet, Template: tpl.ID, By: nt.By, Reason: "template added",
+		Changed: []Change{{tpl.ID, "created"}}, Records: []Record{templateRec(tpl, false)}}, true); err != nil {
+		return Template{}, err
+	}
+	return tpl, t.commit()
+}
+
+// RemoveTemplate retires a template (exit 12 if there is none; the
+// heartbeat is the worker spec's to remove, exit 13).
+func (p *Partition) RemoveTemplate(ctx context.Context, id, by string) error {
+	if by == "" {
+		by = ByOwner
+	}
+	t, err := p.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer t.end()
+	i := t.f.templateIndex(id)
+	if i < 0 {
+		return notFound("template %s: not found in worker %s", id, p.Name)
+	}
+	tpl := t.f.Templates[i]
+	if tpl.System {
+		return errs.WithHint(conflict("template %s is the system template", id), "set heartbeat = \"off\" in the worker spec instead")
+	}
+	t.f.Templates = append(t.f.Templates[:i], t.f.Templates[i+1:]...)
+	if _, err := t.emit(Line{Event: EvSet, Template: id, By: by, Reason: "template removed",
+		Changed: []Change{{id, "retired"}}, Records: []Record{templateRec(tpl, true)}}, true); err != nil {
+		return err
+	}
+	return t.commit()
+}
+
+// FireReport is what one FireTemplates did.
+type FireReport struct {
+	Fired   []string // ids of the tasks fired
+	Skipped int      // skipped lines journaled
+	Errors  []string // templates whose spec no longer parses (left alone)
+}
+
+// FireTemplates keeps the heartbeat in step with the worker spec, then,
+// under one hold of the lock, fires every template activation that is due
+// (sched.Plan), applying the overlap rule. Each firing is one journal line
+// and one version carrying the new task and the advanced cursor; skips are
+// journaled `skipped` with their reason (window, overlap, catch-up with
+// missed N).
+func (p *Partition) FireTemplates(ctx context.Context) (*FireReport, error) {
+	t, err := p.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer t.end()
+	rep := &FireReport{}
+	if err := t.syncHeartbeat(); err != nil {
+		return nil, err
+	}
+	for i := range t.f.Templates {
+		if err := t.fire(i, rep); err != nil {
+			return nil, err
+		}
+	}
+	return rep, t.commit()
+}
+
+// SyncHeartbeat only keeps the heartbeat template in step with the spec.
+func (p *Partition) SyncHeartbeat(ctx context.Context) error {
+	t, err := p.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer t.end()
+	if err := t.syncHeartbeat(); err != nil {
+		return err
+	}
+	return t.commit()
+}
+
+// HeartbeatCron is the heartbeat template's spec for a period.
+func HeartbeatCron(d time.Duration) string { return "@every " + config.FormatDuration(d) }
+
+func (t *txn) syncHeartbeat() error {
+	var d time.Duration
+	if t.p.Spec != nil {
+		d = t.p.Spec.Heartbeat
+	}
+	i := t.f.templateIndex(HeartbeatID)
+	if d <= 0 {
+		if i < 0 {
+			return nil
+		}
+		old := t.f.Templates[i]
+		t.f.Templates = append(t.f.Templates[:i], t.f.Templates[i+1:]...)
+		_, err := t.emit(Line{Event: EvSet, Template: HeartbeatID, By: ByHost, Reason: "heartbeat off in the worker spec",
+			Changed: []Change{{HeartbeatID, "retired"}}, Records: []Record{templateRec(old, true)}}, true)
+		return err
+	}
+	want := Template{ID: HeartbeatID, System: true, Cron: HeartbeatCron(d), Text: HeartbeatText,
+		Standing: Proactive, By: ByHost, CatchUp: sched.CatchUpLatest, Overlap: OverlapForbid}
+	what := "created"
+	if i >= 0 {
+		cur := t.f.Templates[i]
+		want.Cursor = cur.Cursor
+		if cur.Cron == want.Cron && cur.System && cur.Text == want.Text && cur.Standing == want.Standing &&
+			cur.By == want.By && cur.CatchUp == want.CatchUp && cur.Overlap == want.Overlap &&
+			cur.Window == "" && cur.Ceiling == "" && cur.Priority == 0 && cur.Channel == "" {
+			return nil
+		}
+		what = "changed"
+		t.f.Templates[i] = want
+	} else {
+		c := t.now.Truncate(time.Second)
+		want.Cursor = &c
+		t.f.Templates = append(t.f.Templates, want)
+	}
+	_, err := t.emit(Line{Event: EvSet, Template: HeartbeatID, By: ByHost, Reason: "heartbeat " + config.FormatDuration(d) + " in the worker spec",
+		Changed: []Change{{HeartbeatID, what}}, Records: []Record{templateRec(want, false)}}, true)
+	return err
+}
+
+// liveFromTemplate reports whether a task of template id is pending or
+// claimed (the overlap rule).
+func (f *File) liveFromTemplate(id string) bool {
+	for i := range f.Tasks {
+		if f.Tasks[i].Template == id && (f.Tasks[i].State == Pending || f.Tasks[i].State == Claimed) {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *txn) fire(i int, rep *FireReport) error {
+	tpl := &t.f.Templates[i]
+	s, err := sched.Parse(tpl.Cron, time.Local)
+	if err != nil {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("template %s: %v", tpl.ID, err))
+		return nil
+	}
+	window, _ := sched.ParseWindow(tpl.Window)
+	var cursor time.Time
+	if tpl.Cursor != nil {
+		cursor = *tpl.Cursor
+	}
+	d := sched.Plan(s, cursor, t.now, window, tpl.CatchUp)
+	if !d.NewCursor.After(cursor) {
+		return nil // nothing new (or the clock moved back): nothing to do
+	}
+	nc := d.NewCursor.UTC()
+	tpl.Cursor = &nc
+	fire := d.Fire
+	overlap := false
+	if fire != nil && tpl.Overlap != OverlapAllow && t.f.liveFromTemplate(tpl.ID) {
+		overlap = true
+		fire = nil
+	}
+	if fire != nil && t.f.Task(home.FiredTaskID(*fire, t.p.Name, tpl.ID)) != nil {
+		fire = nil // already made (cannot happen with a forward cursor; never twice)
+	}
+	type skip struct {
+		at     time.Time
+		reason string
+		missed int
+	}
+	var skips []skip
+	for _, sk := range d.Skipped {
+		sk := sk
+		missed := 0
+		if sk.Reason == sched.SkipCatchUp {
+			missed = d.Missed
+		}
+		skips = append(skips, skip{sk.At, sk.Reason, missed})
+	}
+	if overlap {
+		skips = append(skips, skip{*d.Fire, "overlap", 0})
+	}
+	for k, sk := range skips {
+		at := sk.at.UTC()
+		last := k == len(skips)-1 && fire == nil
+		l := Line{Event: EvSkipped, Template: tpl.ID, By: ByHost, Slot: &at, Reason: sk.reason, Missed: sk.missed}
+		if last {
+			l.Records = []Record{templateRec(*tpl, false)}
+		}
+		if _, err := t.emit(l, last); err != nil {
+			return err
+		}
+		rep.Skipped++
+	}
+	if fire == nil {
+		if len(skips) == 0 { // the cursor moved with nothing to say (a zero cursor initialized)
+			_, err := t.emit(Line{Event: EvSkipped, Template: tpl.ID, By: ByHost, Reason: "cursor initialized",
+				Records: []Record{templateRec(*tpl, false)}}, true)
+			return err
+		}
+		return nil
+	}
+	act := fire.UTC()
+	kind := KindRecurring
+	if tpl.System && tpl.ID == HeartbeatID {
+		kind = KindHeartbeat
+	}
+	task := Task{ID: home.FiredTaskID(act, t.p.Name, tpl.ID), Text: tpl.Text, Kind: kind, Standing: tpl.Standing,
+		State: Pending, CreatedAt: t.now, Ceiling: tpl.Ceiling, Channel: tpl.Channel, Template: tpl.ID,
+		Slot: &act, Priority: tpl.Priority, By: ByHost}
+	t.f.Tasks = append(t.f.Tasks, task)
+	if _, err := t.emit(Line{Event: EvFired, Task: task.ID, Template: tpl.ID, By: ByHost, Slot: &act, Missed: d.Missed,
+		Records: []Record{taskRec(task, false), templateRec(*tpl, false)}}, true); err != nil {
+		return err
+	}
+	rep.Fired = append(rep.Fired, task.ID)
+	return nil
+}
+
+// nextActivation is the earliest activation of any template after now.
+func (p *Partition) nextActivation(f *File, now time.Time) time.Time {
+	var next time.Time
+	for _, tpl := range f.Templates {
+		s, err := sched.Parse(tpl.Cron, time.Local)
+		if err != nil {
+			continue
+		}
+		after := now
+		if tpl.Cursor != nil && tpl.Cursor.After(after) {
+			after = *tpl.Cursor
+		}
+		n := s.Next(after)
+		if !n.IsZero() && (next.IsZero() || n.Before(next)) {
+			next = n
+		}
+	}
+	return next
+}
+
+// PreviewTemplate returns the next n activations of a spec after `after`
+// under roster's time rules, marked with the daylight-saving cases: the
+// same computation the firing uses (`roster-task template next`).
+func PreviewTemplate(spec string, after time.Time, n int) ([]sched.Activation, *sched.Schedule, error) {
+	s, err := sched.Parse(spec, time.Local)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sched.Preview(s, after, n), s, nil
+}
