@@ -1,0 +1,217 @@
+package outbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/roster-sh/roster/lib/fsx"
+)
+
+// Make creates a run's outbox at dir with the ownership the spec gives:
+// outbox/ and done/ root-owned 0755 (read-only to the box), tmp/ and new/
+// root-owned 1733 (the box adds and renames its own files, never replaces
+// the folders). Call it before the box starts.
+func Make(dir string) error {
+	for _, d := range []struct {
+		path string
+		mode uint32
+	}{{dir, 0o755}, {filepath.Join(dir, "done"), 0o755}, {filepath.Join(dir, "tmp"), 0o1733}, {filepath.Join(dir, "new"), 0o1733}} {
+		if err := os.Mkdir(d.path, 0o700); err != nil && !os.IsExist(err) {
+			return fmt.Errorf("outbox: %w", err)
+		}
+		f, err := fsx.OpenDir(d.path)
+		if err != nil {
+			return fmt.Errorf("outbox: %w", err)
+		}
+		err = f.Chown(0, 0)
+		if err == nil {
+			err = unix.Fchmod(int(f.Fd()), d.mode)
+		}
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("outbox %s: %w", d.path, err)
+		}
+	}
+	return fsx.SyncDir(filepath.Dir(dir))
+}
+
+// Entry is one thing found in new/: a decoded action, or why it was refused.
+type Entry struct {
+	Name   string
+	N      int // 0 when the name is not N.json
+	Action *Action
+	Err    error // refused: not a regular file, too large, malformed, over the limit
+}
+
+// Reader is the host's side of an outbox. It holds descriptors of the
+// new/ and done/ folders it was opened on, so a folder renamed away and
+// replaced (by anyone) can never redirect it.
+type Reader struct {
+	dir      string
+	newDir   *os.File
+	doneDir  *os.File
+	newStat  unix.Stat_t
+	seen     map[string]bool
+	accepted int
+	replaced bool
+}
+
+// Open opens the outbox at dir (made by Make).
+func Open(dir string) (*Reader, error) {
+	nd, err := fsx.OpenDir(filepath.Join(dir, "new"))
+	if err != nil {
+		return nil, err
+	}
+	dd, err := fsx.OpenDir(filepath.Join(dir, "done"))
+	if err != nil {
+		nd.Close()
+		return nil, err
+	}
+	r := &Reader{dir: dir, newDir: nd, doneDir: dd, seen: map[string]bool{}}
+	if err := unix.Fstat(int(nd.Fd()), &r.newStat); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// Close releases the folder descriptors.
+func (r *Reader) Close() error {
+	r.newDir.Close()
+	return r.doneDir.Close()
+}
+
+// Replaced reports whether the path outbox/new no longer names the folder
+// the reader holds (it keeps reading the one it holds).
+func (r *Reader) Replaced() bool {
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(r.dir, "new"), &st); err != nil ||
+		st.Dev != r.newStat.Dev || st.Ino != r.newStat.Ino {
+		r.replaced = true
+	}
+	return r.replaced
+}
+
+var nameRE = regexp.MustCompile(`^[1-9][0-9]{0,8}\.json$`)
+
+// Poll returns what is new in new/, oldest number first. Every entry is
+// removed from new/ once read (or refused); call Answer for each.
+func (r *Reader) Poll() ([]Entry, error) {
+	if _, err := r.newDir.Seek(0, 0); err != nil {
+		return nil, err
+	}
+	names, err := r.newDir.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("outbox %s: list new/: %w", r.dir, err)
+	}
+	var out []Entry
+	for _, name := range names {
+		if r.seen[name] {
+			continue
+		}
+		r.seen[name] = true
+		e := Entry{Name: name}
+		if nameRE.MatchString(name) {
+			e.N, _ = strconv.Atoi(name[:len(name)-len(".json")])
+		}
+		switch {
+		case e.N == 0:
+			e.Err = fmt.Errorf("%w: name %q is not N.json", ErrBadAction, truncate(name, 60))
+		case r.accepted >= MaxActions:
+			e.Err = fmt.Errorf("%w: over %d actions in this run", ErrBadAction, MaxActions)
+		default:
+			data, err := fsx.ReadBeneath(r.newDir, name, MaxActionSize)
+			switch {
+			case err != nil:
+				e.Err = fmt.Errorf("%w: %s", ErrBadAction, describe(err))
+			default:
+				e.Action, e.Err = Decode(data)
+			}
+		}
+		if e.Err == nil {
+			r.accepted++
+		}
+		r.remove(name)
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].N != out[j].N {
+			return out[i].N < out[j].N
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+// describe words an open/read refusal without the host path.
+func describe(err error) string {
+	switch {
+	case errors.Is(err, fsx.ErrNotRegular):
+		return "not a regular file"
+	case errors.Is(err, fsx.ErrTooLarge):
+		return fmt.Sprintf("over %d bytes", MaxActionSize)
+	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.EXDEV):
+		return "a symlink (not followed)"
+	}
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// remove unlinks name from new/ relative to the held descriptor.
+func (r *Reader) remove(name string) {
+	fd := int(r.newDir.Fd())
+	if err := unix.Unlinkat(fd, name, 0); err == unix.EISDIR || err == unix.EPERM {
+		_ = unix.Unlinkat(fd, name, unix.AT_REMOVEDIR)
+	}
+}
+
+// Answer writes done/N.json atomically (nothing for an entry without a
+// number: the box never waits for one).
+func (r *Reader) Answer(e Entry, o *Outcome) error {
+	if e.N == 0 {
+		return nil
+	}
+	o.Format, o.N = 1, e.N
+	data, err := json.Marshal(o)
+	if err != nil {
+		return err
+	}
+	name := strconv.Itoa(e.N) + ".json"
+	tmp := "." + name + ".tmp"
+	dfd := int(r.doneDir.Fd())
+	_ = unix.Unlinkat(dfd, tmp, 0)
+	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return fmt.Errorf("outbox %s: answer %d: %w", r.dir, e.N, err)
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	f.Close()
+	if err == nil {
+		err = unix.Renameat2(dfd, tmp, dfd, name, unix.RENAME_NOREPLACE)
+	}
+	if err == nil {
+		err = r.doneDir.Sync()
+	}
+	if err != nil {
+		return fmt.Errorf("outbox %s: answer %d: %w", r.dir, e.N, err)
+	}
+	return nil
+}
