@@ -1,0 +1,30 @@
+package home
+
+import "path/filepath"
+
+// Names inside a worker's snapshot folder (store.md, "Snapshots"). lib/snap
+// works relative to open folder handles, so it needs the names, not paths.
+const (
+	SnapStoreDir         = "store"          // ID/store/: the store tree
+	SnapChannelStoresDir = "channel-stores" // ID/channel-stores/<encoded>/
+	SnapManifest         = "manifest.jsonl" // ID/manifest.jsonl
+	SnapChanges          = "changes.txt"    // ID/changes.txt
+	SnapPartialPrefix    = ".partial-"      // .partial-ID/: under construction
+	SnapTrash            = ".trash"         // .trash/: being deleted
+	StoreLocksName       = ".locks"         // the store's lock-folder mount point
+	StoreLockName        = "store"          // the whole-store lock in locks/
+	RestorePrefix        = ".restore-"      // W/.restore-*: a restore's staging trees
+)
+
+// Snapshot is the folder of one complete snapshot.
+func (w Worker) Snapshot(id string) string { return filepath.Join(w.Dir, "store-snapshots", id) }
+
+// SnapshotManifest is a complete snapshot's manifest.
+func (w Worker) SnapshotManifest(id string) string {
+	return filepath.Join(w.Dir, "store-snapshots", id, SnapManifest)
+}
+
+// SnapshotChanges is a complete snapshot's change list.
+func (w Worker) SnapshotChanges(id string) string {
+	return filepath.Join(w.Dir, "store-snapshots", id, SnapChanges)
+}

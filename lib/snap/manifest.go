@@ -1,0 +1,463 @@
+package snap
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// ManifestFormat is the format number of manifest.jsonl.
+const ManifestFormat = 1
+
+// Entry types, as the manifest spells them.
+const (
+	TypeFile    = 'f'
+	TypeDir     = 'd'
+	TypeSymlink = 'l'
+	TypeFIFO    = 'p'
+	TypeSocket  = 's'
+	TypeDevice  = 'c' // character and block devices alike
+	TypeOtherFS = 'x' // a mount point of another filesystem: not crossed
+)
+
+// Entry is one line of a manifest: an entry of the store or a channel store
+// as it was when the snapshot was taken.
+type Entry struct {
+	Path     string // relative to the snapshot folder: "store", "store/a/b", "channel-stores/ENC/x"; any bytes
+	Type     byte
+	Mode     uint32 // permission bits with setuid, setgid and sticky (07777)
+	UID, GID uint32
+	Size     int64
+	Mtime    int64  // ns since the epoch
+	Target   string // symlink target text, any bytes
+	Ino      uint64 // the source inode when taken
+	Ctime    int64  // the source ctime when taken, ns
+	Group    int    // hardlink group within the snapshot (same number, same inode); 0 = none
+	Unstable bool   // changed while it was copied, every try
+
+	seen bool // take/diff bookkeeping, not stored
+}
+
+// Header is the first line of a manifest.
+type Header struct {
+	Format   int       `json:"format"`
+	ID       string    `json:"id"`
+	TakenAt  time.Time `json:"taken_at"`
+	Label    string    `json:"label"` // "" or "pre-restore"
+	Prev     string    `json:"prev"`  // the snapshot this one was compared with ("" for the first)
+	Entries  int       `json:"entries"`
+	Files    int       `json:"files"`
+	Bytes    int64     `json:"bytes"` // sum of regular-file sizes (each hardlinked inode once)
+	Unstable int       `json:"unstable"`
+	Skipped  int       `json:"skipped"`
+}
+
+// LabelPreRestore marks the snapshot a restore takes first (its undo).
+const LabelPreRestore = "pre-restore"
+
+// ErrBadManifest is wrapped by every manifest decoding error.
+var ErrBadManifest = errors.New("bad manifest")
+
+// AppendEntry appends e's manifest line (without the newline) to b. Paths
+// and targets that are valid UTF-8 are JSON strings ("path", "target");
+// any other bytes are base64 ("path_b64", "target_b64"), so every name
+// round-trips exactly.
+func AppendEntry(b []byte, e *Entry) []byte {
+	b = append(b, '{')
+	b = appendBytesField(b, "path", e.Path)
+	b = append(b, `,"type":"`...)
+	b = append(b, e.Type, '"')
+	b = append(b, `,"mode":"`...)
+	b = appendOctal(b, e.Mode)
+	b = append(b, `","uid":`...)
+	b = strconv.AppendUint(b, uint64(e.UID), 10)
+	b = append(b, `,"gid":`...)
+	b = strconv.AppendUint(b, uint64(e.GID), 10)
+	b = append(b, `,"size":`...)
+	b = strconv.AppendInt(b, e.Size, 10)
+	b = append(b, `,"mtime":`...)
+	b = strconv.AppendInt(b, e.Mtime, 10)
+	b = append(b, `,"ino":`...)
+	b = strconv.AppendUint(b, e.Ino, 10)
+	b = append(b, `,"ctime":`...)
+	b = strconv.AppendInt(b, e.Ctime, 10)
+	if e.Type == TypeSymlink {
+		b = append(b, ',')
+		b = appendBytesField(b, "target", e.Target)
+	}
+	if e.Group != 0 {
+		b = append(b, `,"hl":`...)
+		b = strconv.AppendInt(b, int64(e.Group), 10)
+	}
+	if e.Unstable {
+		b = append(b, `,"unstable":true`...)
+	}
+	return append(b, '}')
+}
+
+func appendOctal(b []byte, m uint32) []byte {
+	s := strconv.FormatUint(uint64(m), 8)
+	for i := len(s); i < 4; i++ {
+		b = append(b, '0')
+	}
+	return append(b, s...)
+}
+
+func appendBytesField(b []byte, key, s string) []byte {
+	if !utf8.ValidString(s) {
+		b = append(b, '"')
+		b = append(b, key...)
+		b = append(b, `_b64":"`...)
+		b = base64.StdEncoding.AppendEncode(b, []byte(s))
+		return append(b, '"')
+	}
+	b = append(b, '"')
+	b = append(b, key...)
+	b = append(b, `":`...)
+	return appendJSONString(b, s)
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	simple := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+			simple = false
+			break
+		}
+	}
+	if simple {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	q, _ := json.Marshal(s) // valid UTF-8: exact
+	return append(b, q...)
+}
+
+// ParseEntry decodes one manifest line. It accepts exactly one flat JSON
+// object; unknown keys are ignored (fields are only ever added).
+func ParseEntry(line []byte) (Entry, error) {
+	var e Entry
+	p := parser{s: line}
+	var havePath, haveType bool
+	err := p.object(func(key []byte, v value) error {
+		switch string(key) {
+		case "path", "path_b64", "target", "target_b64":
+			s, err := v.text(bytes.HasSuffix(key, []byte("_b64")))
+			if err != nil {
+				return err
+			}
+			if key[0] == 'p' {
+				if havePath {
+					return fmt.Errorf("path given twice")
+				}
+				e.Path, havePath = s, true
+			} else {
+				e.Target = s
+			}
+		case "type":
+			s, err := v.text(false)
+			if err != nil {
+				return err
+			}
+			if len(s) != 1 || !validType(s[0]) {
+				return fmt.Errorf("unknown type %q", s)
+			}
+			e.Type, haveType = s[0], true
+		case "mode":
+			s, err := v.text(false)
+			if err != nil {
+				return err
+			}
+			m, err := strconv.ParseUint(s, 8, 32)
+			if err != nil || m > 0o7777 {
+				return fmt.Errorf("bad mode %q", s)
+			}
+			e.Mode = uint32(m)
+		case "uid", "gid":
+			n, err := v.uint(32)
+			if err != nil {
+				return err
+			}
+			if key[0] == 'u' {
+				e.UID = uint32(n)
+			} else {
+				e.GID = uint32(n)
+			}
+		case "ino":
+			n, err := v.uint(64)
+			if err != nil {
+				return err
+			}
+			e.Ino = n
+		case "size", "mtime", "ctime":
+			n, err := v.int()
+			if err != nil {
+				return err
+			}
+			switch key[0] {
+			case 's':
+				e.Size = n
+			case 'm':
+				e.Mtime = n
+			default:
+				e.Ctime = n
+			}
+		case "hl":
+			n, err := v.int()
+			if err != nil || n < 0 || n > 1<<40 {
+				return fmt.Errorf("bad hl")
+			}
+			e.Group = int(n)
+		case "unstable":
+			if string(v.raw) != "true" && string(v.raw) != "false" {
+				return fmt.Errorf("bad unstable")
+			}
+			e.Unstable = string(v.raw) == "true"
+		}
+		return nil
+	})
+	if err == nil && (!havePath || !haveType) {
+		err = fmt.Errorf("path or type missing")
+	}
+	if err == nil && (e.Path == "" || bytes.IndexByte([]byte(e.Path), 0) >= 0) {
+		err = fmt.Errorf("empty path or NUL in path")
+	}
+	if err != nil {
+		return Entry{}, fmt.Errorf("%w: %v", ErrBadManifest, err)
+	}
+	return e, nil
+}
+
+func validType(c byte) bool {
+	switch c {
+	case TypeFile, TypeDir, TypeSymlink, TypeFIFO, TypeSocket, TypeDevice, TypeOtherFS:
+		return true
+	}
+	return false
+}
+
+// parser reads one flat JSON object: string keys; string, number, true,
+// false or null values. Nested values are refused.
+type parser struct {
+	s []byte
+	i int
+}
+
+type value struct {
+	raw []byte // the token as written
+	str bool   // a JSON string (raw includes the quotes)
+	esc bool   // the string holds backslash escapes
+}
+
+func (v value) text(b64 bool) (string, error) {
+	if !v.str {
+		return "", fmt.Errorf("want a string, got %.20q", v.raw)
+	}
+	inner := v.raw[1 : len(v.raw)-1]
+	var s string
+	if v.esc {
+		if err := json.Unmarshal(v.raw, &s); err != nil {
+			return "", err
+		}
+	} else {
+		if !utf8.Valid(inner) {
+			return "", fmt.Errorf("string is not UTF-8")
+		}
+		s = string(inner)
+	}
+	if b64 {
+		d, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return "", err
+		}
+		return string(d), nil
+	}
+	return s, nil
+}
+
+func (v value) int() (int64, error) {
+	if v.str {
+		return 0, fmt.Errorf("want a number, got a string")
+	}
+	return strconv.ParseInt(string(v.raw), 10, 64)
+}
+
+func (v value) uint(bits int) (uint64, error) {
+	if v.str {
+		return 0, fmt.Errorf("want a number, got a string")
+	}
+	return strconv.ParseUint(string(v.raw), 10, bits)
+}
+
+func (p *parser) ws() {
+	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t' || p.s[p.i] == '\r' || p.s[p.i] == '\n') {
+		p.i++
+	}
+}
+
+func (p *parser) object(field func(key []byte, v value) error) error {
+	p.ws()
+	if p.i >= len(p.s) || p.s[p.i] != '{' {
+		return fmt.Errorf("not a JSON object")
+	}
+	p.i++
+	p.ws()
+	if p.i < len(p.s) && p.s[p.i] == '}' {
+		p.i++
+		return p.end()
+	}
+	for {
+		p.ws()
+		k, err := p.str()
+		if err != nil {
+			return err
+		}
+		if k.esc {
+			return fmt.Errorf("escaped key")
+		}
+		p.ws()
+		if p.i >= len(p.s) || p.s[p.i] != ':' {
+			return fmt.Errorf("missing ':'")
+		}
+		p.i++
+		p.ws()
+		var v value
+		if p.i < len(p.s) && p.s[p.i] == '"' {
+			v, err = p.str()
+		} else {
+			v, err = p.scalar()
+		}
+		if err != nil {
+			return err
+		}
+		if err := field(k.raw[1:len(k.raw)-1], v); err != nil {
+			return err
+		}
+		p.ws()
+		if p.i >= len(p.s) {
+			return fmt.Errorf("unterminated object")
+		}
+		switch p.s[p.i] {
+		case ',':
+			p.i++
+		case '}':
+			p.i++
+			return p.end()
+		default:
+			return fmt.Errorf("unexpected %q", p.s[p.i])
+		}
+	}
+}
+
+func (p *parser) end() error {
+	p.ws()
+	if p.i != len(p.s) {
+		return fmt.Errorf("trailing data")
+	}
+	return nil
+}
+
+func (p *parser) str() (value, error) {
+	if p.i >= len(p.s) || p.s[p.i] != '"' {
+		return value{}, fmt.Errorf("want a string")
+	}
+	start := p.i
+	esc := false
+	for j := p.i + 1; j < len(p.s); j++ {
+		switch c := p.s[j]; {
+		case c == '\\':
+			esc = true
+			j++
+		case c == '"':
+			p.i = j + 1
+			return value{raw: p.s[start:p.i], str: true, esc: esc}, nil
+		case c < 0x20:
+			return value{}, fmt.Errorf("control byte in string")
+		}
+	}
+	return value{}, fmt.Errorf("unterminated string")
+}
+
+func (p *parser) scalar() (value, error) {
+	start := p.i
+	for p.i < len(p.s) {
+		c := p.s[p.i]
+		if c == ',' || c == '}' || c == ' ' || c == '\t' || c == '\r' || c == '\n' {
+			break
+		}
+		if c == '{' || c == '[' || c == '"' {
+			return value{}, fmt.Errorf("nested values are not allowed")
+		}
+		p.i++
+	}
+	if p.i == start {
+		return value{}, fmt.Errorf("missing value")
+	}
+	return value{raw: p.s[start:p.i]}, nil
+}
+
+// ParseHeader decodes a manifest's first line, refusing an unknown format.
+func ParseHeader(line []byte) (Header, error) {
+	var h Header
+	if err := json.Unmarshal(line, &h); err != nil {
+		return h, fmt.Errorf("%w: header: %v", ErrBadManifest, err)
+	}
+	if h.Format != ManifestFormat {
+		return h, fmt.Errorf("%w: unknown format %d (this build reads %d)", ErrBadManifest, h.Format, ManifestFormat)
+	}
+	return h, nil
+}
+
+// Manifest is a decoded manifest.jsonl.
+type Manifest struct {
+	Header  Header
+	Entries []Entry
+}
+
+// ParseManifest decodes a whole manifest. Unlike a journal, a manifest is
+// written whole and renamed into place, so any bad line is a refusal.
+func ParseManifest(data []byte) (*Manifest, error) {
+	nl := bytes.IndexByte(data, '\n')
+	if nl < 0 {
+		return nil, fmt.Errorf("%w: no header line", ErrBadManifest)
+	}
+	h, err := ParseHeader(data[:nl])
+	if err != nil {
+		return nil, err
+	}
+	m := &Manifest{Header: h, Entries: make([]Entry, 0, h.Entries)}
+	rest := data[nl+1:]
+	for n := 2; len(rest) > 0; n++ {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			return nil, fmt.Errorf("%w: line %d: torn (no newline)", ErrBadManifest, n)
+		}
+		e, err := ParseEntry(rest[:i])
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		m.Entries = append(m.Entries, e)
+		rest = rest[i+1:]
+	}
+	if len(m.Entries) != h.Entries {
+		return nil, fmt.Errorf("%w: %d entries, header says %d", ErrBadManifest, len(m.Entries), h.Entries)
+	}
+	return m, nil
+}
+
+// Encode writes the manifest: the header line, then one line per entry.
+func (m *Manifest) Encode() []byte {
+	hb, _ := json.Marshal(m.Header)
+	b := make([]byte, 0, len(hb)+1+len(m.Entries)*160)
+	b = append(append(b, hb...), '\n')
+	for i := range m.Entries {
+		b = append(AppendEntry(b, &m.Entries[i]), '\n')
+	}
+	return b
+}

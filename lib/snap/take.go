@@ -1,0 +1,739 @@
+package snap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/fsx"
+	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/runs"
+)
+
+// DefaultWait is how long take, restore and prune wait for the store lock.
+const DefaultWait = 60 * time.Second
+
+// Options tune take, restore and prune.
+type Options struct {
+	Keep     int           // store.snapshots: complete snapshots kept; 0 = take none
+	MinFree  int64         // store.min_free: below this many free bytes, take nothing
+	Wait     time.Duration // for the store lock (0 = DefaultWait; fsx.Forever)
+	Now      func() time.Time
+	Progress func(n int) // called as entries are walked (nil: nothing)
+}
+
+func (o *Options) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+// Result is what a take did.
+type Result struct {
+	ID        string // the new snapshot; "" when none was made
+	Prev      string // the snapshot compared with ("" if none)
+	Unchanged bool   // nothing changed since Prev: no snapshot
+	Disabled  bool   // store.snapshots = 0: no snapshot
+	Changes   []Change
+	Pruned    []string
+}
+
+// session is a worker's snapshot folder opened under the store lock.
+type session struct {
+	w      home.Worker
+	lock   *os.File
+	wdir   int // the worker's folder
+	snaps  int // store-snapshots/
+	closed bool
+}
+
+func (s *session) close() {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	if s.snaps >= 0 {
+		unix.Close(s.snaps)
+	}
+	if s.wdir >= 0 {
+		unix.Close(s.wdir)
+	}
+	if s.lock != nil {
+		s.lock.Close() // releases the flock
+	}
+}
+
+// open checks the worker exists, takes its store lock exclusively (waiting
+// at most wait) and opens its snapshot folder (made mode 0700 if missing).
+func open(ctx context.Context, w home.Worker, wait time.Duration) (*session, error) {
+	if fi, err := os.Stat(w.Dir); err != nil || !fi.IsDir() {
+		return nil, errs.WithHint(errs.New(errs.ErrNoHome, fmt.Sprintf("worker %q does not exist", w.Name)),
+			"add it with `roster worker add "+w.Name+"`")
+	}
+	if wait == 0 {
+		wait = DefaultWait
+	}
+	locks, err := fsx.OpenDir(w.Locks())
+	if err != nil {
+		return nil, fmt.Errorf("worker %q: lock folder: %w", w.Name, err)
+	}
+	lf, err := fsx.OpenLockFile(locks, home.StoreLockName)
+	locks.Close()
+	if err != nil {
+		return nil, fmt.Errorf("worker %q: %w", w.Name, err)
+	}
+	if err := fsx.Flock(ctx, lf, false, wait); err != nil {
+		lf.Close()
+		if errors.Is(err, errs.ErrBusy) {
+			return nil, errs.WithHint(errs.New(errs.ErrBusy, fmt.Sprintf("worker %q: store busy (its store lock is still held after %s)", w.Name, wait)),
+				"a box holds `roster-lock store`; try again later or give a longer --wait")
+		}
+		return nil, err
+	}
+	s := &session{w: w, lock: lf, wdir: -1, snaps: -1}
+	if s.wdir, err = openDirAt(unix.AT_FDCWD, w.Dir); err != nil {
+		s.close()
+		return nil, fmt.Errorf("open %s: %w", w.Dir, err)
+	}
+	if err := fsx.MkdirDurable(w.Snapshots(), 0o700); err != nil {
+		s.close()
+		return nil, fmt.Errorf("make %s: %w", w.Snapshots(), err)
+	}
+	if s.snaps, err = openDirAt(s.wdir, "store-snapshots"); err != nil {
+		s.close()
+		return nil, fmt.Errorf("open %s: %w", w.Snapshots(), err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(s.snaps, &st); err == nil && st.Mode&0o7777 != 0o700 {
+		unix.Fchmod(s.snaps, 0o700)
+	}
+	return s, nil
+}
+
+// ids lists the complete snapshots, oldest first.
+func (s *session) ids() ([]string, error) {
+	names, err := readNames(s.snaps, make([]byte, 8<<10), nil)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", s.w.Snapshots(), err)
+	}
+	var ids []string
+	for _, n := range names {
+		if home.IsSnapshotID(n) {
+			ids = append(ids, n)
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// readFileAt reads a host-written file below dir (no symlinks followed).
+func readFileAt(dir int, names ...string) ([]byte, error) {
+	cur := dir
+	for i, n := range names {
+		if i == len(names)-1 {
+			fd, err := openRead(cur, n)
+			if cur != dir {
+				unix.Close(cur)
+			}
+			if err != nil {
+				return nil, err
+			}
+			f := os.NewFile(uintptr(fd), n)
+			defer f.Close()
+			return io.ReadAll(f)
+		}
+		fd, err := openDirAt(cur, n)
+		if cur != dir {
+			unix.Close(cur)
+		}
+		if err != nil {
+			return nil, err
+		}
+		cur = fd
+	}
+	return nil, os.ErrInvalid
+}
+
+// manifest reads snapshot id's manifest; unreadable is a refusal (exit 14).
+func (s *session) manifest(id string) (*Manifest, error) {
+	data, err := readFileAt(s.snaps, id, home.SnapManifest)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: read manifest: %v: %w", id, err, errs.ErrRefused)
+	}
+	m, err := ParseManifest(data)
+	if err != nil {
+		return nil, errs.WithHint(fmt.Errorf("%s: %v: %w", s.w.SnapshotManifest(id), err, errs.ErrRefused),
+			"move that snapshot folder out of store-snapshots/ (or delete it) to take snapshots again")
+	}
+	return m, nil
+}
+
+// label reads only a snapshot's header line for its label.
+func (s *session) header(id string) (Header, error) {
+	fd, err := openDirAt(s.snaps, id)
+	if err != nil {
+		return Header{}, err
+	}
+	defer unix.Close(fd)
+	mfd, err := openRead(fd, home.SnapManifest)
+	if err != nil {
+		return Header{}, err
+	}
+	defer unix.Close(mfd)
+	buf := make([]byte, 4096)
+	n, err := unix.Pread(mfd, buf, 0)
+	if err != nil {
+		return Header{}, err
+	}
+	line := buf[:n]
+	if i := strings.IndexByte(string(line), '\n'); i >= 0 {
+		line = line[:i]
+	}
+	return ParseHeader(line)
+}
+
+// liveBoxes reports whether a box of the worker may be running.
+func (s *session) liveBoxes() bool {
+	live, err := runs.LiveBoxes(s.w)
+	return err != nil || len(live) > 0 // unknown counts as live: never delete under a box
+}
+
+// cleanup finishes what an interrupted run left: .partial-* snapshots,
+// .trash/ contents, and restore staging trees. Trees a box may still have
+// mounted (old stores, staging) wait until no box of the worker is live.
+func (s *session) cleanup() error {
+	names, err := readNames(s.snaps, make([]byte, 8<<10), nil)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, home.SnapPartialPrefix) {
+			if err := removeAt(s.snaps, n); err != nil {
+				return fmt.Errorf("remove leftover %s: %w", n, err)
+			}
+		}
+	}
+	live := -1
+	isLive := func() bool {
+		if live < 0 {
+			live = 0
+			if s.liveBoxes() {
+				live = 1
+			}
+		}
+		return live == 1
+	}
+	if trash, err := openDirAt(s.snaps, home.SnapTrash); err == nil {
+		defer unix.Close(trash)
+		tn, err := readNames(trash, make([]byte, 8<<10), nil)
+		if err != nil {
+			return err
+		}
+		for _, n := range tn {
+			if strings.HasPrefix(n, oldTreePrefix) && isLive() {
+				continue
+			}
+			if err := removeAt(trash, n); err != nil {
+				return fmt.Errorf("empty %s: %w", home.SnapTrash, err)
+			}
+		}
+	}
+	wn, err := readNames(s.wdir, make([]byte, 8<<10), nil)
+	if err != nil {
+		return err
+	}
+	for _, n := range wn {
+		if strings.HasPrefix(n, home.RestorePrefix) && !isLive() {
+			if err := removeAt(s.wdir, n); err != nil {
+				return fmt.Errorf("remove leftover %s: %w", n, err)
+			}
+		}
+	}
+	return nil
+}
+
+// oldTreePrefix names, in .trash/, a store tree that a forced restore
+// replaced while a box was live.
+const oldTreePrefix = "old-"
+
+// removeAt deletes name in dir and everything below it, relative to
+// descriptors, never following a symlink.
+func removeAt(dir int, name string) error {
+	err := unix.Unlinkat(dir, name, 0)
+	if err == nil || err == unix.ENOENT {
+		return nil
+	}
+	if err != unix.EISDIR && err != unix.EPERM {
+		return err
+	}
+	fd, err := openDirAt(dir, name)
+	if err != nil {
+		if err == unix.ENOENT {
+			return nil
+		}
+		return err
+	}
+	names, err := readNames(fd, make([]byte, 32<<10), nil)
+	if err == nil {
+		for _, n := range names {
+			if err = removeAt(fd, n); err != nil {
+				break
+			}
+		}
+	}
+	unix.Close(fd)
+	if err != nil {
+		return err
+	}
+	if err := unix.Unlinkat(dir, name, unix.AT_REMOVEDIR); err != nil && err != unix.ENOENT {
+		return err
+	}
+	return nil
+}
+
+// root is one tree a snapshot holds: the store or a channel store.
+type root struct {
+	path  string // in the snapshot: "store", "channel-stores/ENC"
+	name  string // its last component
+	fd    int
+	store bool
+}
+
+// roots opens the store and every channel store.
+func (s *session) roots() ([]root, func(), error) {
+	var rs []root
+	done := func() {
+		for _, r := range rs {
+			unix.Close(r.fd)
+		}
+	}
+	fd, err := openDirAt(s.wdir, "store")
+	if err != nil {
+		return nil, done, fmt.Errorf("open %s: %w", s.w.Store(), err)
+	}
+	rs = append(rs, root{path: home.SnapStoreDir, name: home.SnapStoreDir, fd: fd, store: true})
+	cs, err := openDirAt(s.wdir, home.SnapChannelStoresDir)
+	if err == unix.ENOENT {
+		return rs, done, nil
+	}
+	if err != nil {
+		return nil, done, fmt.Errorf("open %s: %w", s.w.ChannelStores(), err)
+	}
+	defer unix.Close(cs)
+	names, err := readNames(cs, make([]byte, 8<<10), nil)
+	if err != nil {
+		return nil, done, err
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if _, err := home.DecodeChannel(n); err != nil {
+			continue // not a channel store (a restore's staging, a stray file)
+		}
+		fd, err := openDirAt(cs, n)
+		if err != nil {
+			continue // not a folder
+		}
+		rs = append(rs, root{path: home.SnapChannelStoresDir + "/" + n, name: n, fd: fd})
+	}
+	return rs, done, nil
+}
+
+// prevDirs opens the previous snapshot's store and channel-stores folders.
+func (s *session) prevDirs(id string) (store, chans int) {
+	store, chans = -1, -1
+	if id == "" {
+		return
+	}
+	snap, err := openDirAt(s.snaps, id)
+	if err != nil {
+		return
+	}
+	defer unix.Close(snap)
+	if fd, err := openDirAt(snap, home.SnapStoreDir); err == nil {
+		store = fd
+	}
+	if fd, err := openDirAt(snap, home.SnapChannelStoresDir); err == nil {
+		chans = fd
+	}
+	return
+}
+
+// Take snapshots worker w's store and channel stores (store.md, steps
+// 1–7) under its store lock, held exclusively throughout.
+func Take(ctx context.Context, w home.Worker, opt Options) (*Result, error) {
+	if opt.Keep <= 0 {
+		return &Result{Disabled: true}, nil
+	}
+	s, err := open(ctx, w, opt.Wait)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	if err := s.cleanup(); err != nil {
+		return nil, err
+	}
+	r, err := s.take(ctx, &opt, "", false)
+	if err != nil || r.ID == "" {
+		return r, err
+	}
+	r.Pruned, err = s.prune(opt.Keep)
+	return r, err
+}
+
+// take makes one snapshot under the held lock. label "" is an ordinary
+// snapshot; force makes one even when nothing changed (pre-restore).
+func (s *session) take(ctx context.Context, opt *Options, label string, force bool) (*Result, error) {
+	ids, err := s.ids()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	prev := &Manifest{}
+	if len(ids) > 0 {
+		res.Prev = ids[len(ids)-1]
+		if prev, err = s.manifest(res.Prev); err != nil {
+			return nil, err
+		}
+	}
+	byPath := index(prev.Entries)
+	roots, closeRoots, err := s.roots()
+	defer closeRoots()
+	if err != nil {
+		return nil, err
+	}
+	if !force && res.Prev != "" {
+		changed, err := s.scan(roots, byPath, len(prev.Entries), opt.Progress)
+		if err != nil {
+			return nil, err
+		}
+		if !changed {
+			res.Unchanged = true
+			return res, nil
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.checkFree(opt.MinFree); err != nil {
+		return nil, err
+	}
+	id, err := s.newID(opt.now(), res.Prev)
+	if err != nil {
+		return nil, err
+	}
+	partial := home.SnapPartialPrefix + id
+	ok := false
+	defer func() {
+		if !ok {
+			removeAt(s.snaps, partial) // best effort; the next run cleans up too
+		}
+	}()
+	walk, err := s.build(roots, partial, res.Prev, byPath, opt.Progress)
+	if err != nil {
+		return nil, err
+	}
+	changes := compare(prev.Entries, byPath, walk.entries, false)
+	changes = append(changes, walk.raced...)
+	if !force && res.Prev != "" && !anyChange(changes) {
+		res.Unchanged = true // it settled back between the scan and the copy
+		return res, nil
+	}
+	h := Header{Format: ManifestFormat, ID: id, TakenAt: opt.now().UTC(), Label: label, Prev: res.Prev,
+		Entries: len(walk.entries)}
+	seen := map[int]bool{}
+	for i := range walk.entries {
+		e := &walk.entries[i]
+		switch {
+		case e.Type == TypeFile:
+			h.Files++
+			if e.Group == 0 || !seen[e.Group] {
+				h.Bytes += e.Size
+				seen[e.Group] = e.Group != 0
+			}
+		case special(e.Type):
+			h.Skipped++
+		}
+		if e.Unstable {
+			h.Unstable++
+		}
+	}
+	m := &Manifest{Header: h, Entries: walk.entries}
+	if err := s.finish(partial, id, m, changes); err != nil {
+		return nil, err
+	}
+	ok = true
+	res.ID = id
+	res.Changes = changes
+	return res, nil
+}
+
+func anyChange(cs []Change) bool {
+	for _, c := range cs {
+		if c.Op != OpSkip {
+			return true
+		}
+	}
+	return false
+}
+
+// scan is the fast path: a stat walk compared with the previous manifest,
+// stopping at the first difference. It copies nothing.
+func (s *session) scan(roots []root, byPath map[string]*Entry, prevCount int, progress func(int)) (bool, error) {
+	w := newWalker(byPath, false, false)
+	w.progress = progress
+	for _, r := range roots {
+		if err := w.root(r.fd, r.path, r.store, -1, "", -1); err != nil {
+			return false, err
+		}
+		if w.stop {
+			return true, nil
+		}
+	}
+	n := 0
+	for _, e := range byPath {
+		if !special(e.Type) {
+			n++
+		}
+	}
+	return w.matched != n, nil
+}
+
+// build makes the snapshot tree in .partial-ID.
+func (s *session) build(roots []root, partial, prevID string, byPath map[string]*Entry, progress func(int)) (*walker, error) {
+	if err := unix.Mkdirat(s.snaps, partial, 0o700); err != nil {
+		return nil, fmt.Errorf("make %s: %w", partial, err)
+	}
+	pfd, err := openDirAt(s.snaps, partial)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(pfd)
+	prevStore, prevChans := s.prevDirs(prevID)
+	defer func() {
+		if prevStore >= 0 {
+			unix.Close(prevStore)
+		}
+		if prevChans >= 0 {
+			unix.Close(prevChans)
+		}
+	}()
+	w := newWalker(byPath, true, true)
+	w.snapFd = pfd
+	w.progress = progress
+	chans := -1
+	defer func() {
+		if chans >= 0 {
+			unix.Close(chans)
+		}
+	}()
+	for _, r := range roots {
+		if r.store {
+			if err := w.root(r.fd, r.path, true, pfd, home.SnapStoreDir, prevStore); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if chans < 0 {
+			if err := unix.Mkdirat(pfd, home.SnapChannelStoresDir, 0o700); err != nil {
+				return nil, err
+			}
+			if chans, err = openDirAt(pfd, home.SnapChannelStoresDir); err != nil {
+				return nil, err
+			}
+		}
+		prevRoot := -1
+		if prevChans >= 0 {
+			if fd, err := openDirAt(prevChans, r.name); err == nil {
+				prevRoot = fd
+			}
+		}
+		err := w.root(r.fd, r.path, false, chans, r.name, prevRoot)
+		if prevRoot >= 0 {
+			unix.Close(prevRoot)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// finish writes the manifest and the change list into the partial
+// snapshot, makes everything durable and renames it into place.
+func (s *session) finish(partial, id string, m *Manifest, changes []Change) error {
+	pfd, err := openDirAt(s.snaps, partial)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pfd)
+	if err := writeNew(pfd, home.SnapManifest, m.Encode()); err != nil {
+		return fmt.Errorf("write manifest: %w", err)
+	}
+	if err := writeNew(pfd, home.SnapChanges, ChangeList(changes)); err != nil {
+		return fmt.Errorf("write change list: %w", err)
+	}
+	// One syncfs makes every new file and folder of the snapshot durable
+	// (cheaper than an fsync per file, and as strong) before the rename.
+	if err := unix.Syncfs(pfd); err != nil {
+		return fmt.Errorf("sync snapshot: %w", err)
+	}
+	if err := unix.Renameat2(s.snaps, partial, s.snaps, id, unix.RENAME_NOREPLACE); err != nil {
+		return fmt.Errorf("rename %s into place: %w", partial, err)
+	}
+	if err := unix.Fsync(s.snaps); err != nil {
+		return fmt.Errorf("sync %s: %w", s.w.Snapshots(), err)
+	}
+	return nil
+}
+
+// ChangeList formats changes as the change-list file (one line each).
+func ChangeList(cs []Change) []byte {
+	var b []byte
+	for i := range cs {
+		b = append(b, cs[i].Line()...)
+		b = append(b, '\n')
+	}
+	return b
+}
+
+// writeNew writes a new file in dir (it must not exist), mode 0600.
+func writeNew(dir int, name string, data []byte) error {
+	fd, err := unix.Openat(dir, name, openNewFlags, 0o600)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// newID picks the id of a new snapshot: its time, made later than the
+// previous one (and unused) if the clock says otherwise.
+func (s *session) newID(now time.Time, prev string) (string, error) {
+	id := home.NewSnapshotID(now)
+	if prev != "" && id <= prev {
+		t, err := home.SnapshotTime(prev)
+		if err != nil {
+			return "", err
+		}
+		id = home.NewSnapshotID(t.Add(time.Millisecond))
+	}
+	for i := 0; i < 1000; i++ {
+		var st unix.Stat_t
+		if unix.Fstatat(s.snaps, id, &st, unix.AT_SYMLINK_NOFOLLOW) == unix.ENOENT {
+			return id, nil
+		}
+		t, _ := home.SnapshotTime(id)
+		id = home.NewSnapshotID(t.Add(time.Millisecond))
+	}
+	return "", fmt.Errorf("no free snapshot id near %s", id)
+}
+
+func (s *session) checkFree(min int64) error {
+	if min <= 0 {
+		return nil
+	}
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(s.snaps, &st); err != nil {
+		return nil
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if free < min {
+		return errs.WithHint(fmt.Errorf("worker %q: snapshot skipped: %d bytes free on the data tree's filesystem, store.min_free is %d",
+			s.w.Name, free, min), "free some space (roster-snap prune, roster-runs prune) or lower [storage] store.min_free")
+	}
+	return nil
+}
+
+// prune keeps the newest keep complete snapshots. A pre-restore snapshot
+// newer than every ordinary one is not counted (nor pruned) until the next
+// ordinary snapshot; the newest snapshot is never pruned. Victims are
+// renamed into .trash/ first, then deleted.
+func (s *session) prune(keep int) ([]string, error) {
+	ids, err := s.ids()
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	newestOrdinary := ""
+	labels := make([]string, len(ids))
+	for i, id := range ids {
+		if h, err := s.header(id); err == nil {
+			labels[i] = h.Label
+		}
+		if labels[i] != LabelPreRestore {
+			newestOrdinary = id
+		}
+	}
+	var counted []string
+	for i, id := range ids {
+		if labels[i] == LabelPreRestore && id > newestOrdinary {
+			continue
+		}
+		counted = append(counted, id)
+	}
+	if keep < 0 {
+		keep = 0
+	}
+	if len(counted) <= keep {
+		return nil, nil
+	}
+	victims := counted[:len(counted)-keep]
+	if len(victims) > 0 && victims[len(victims)-1] == ids[len(ids)-1] {
+		victims = victims[:len(victims)-1] // never the newest
+	}
+	if len(victims) == 0 {
+		return nil, nil
+	}
+	trash, err := s.trash()
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(trash)
+	for _, v := range victims {
+		if err := unix.Renameat(s.snaps, v, trash, v); err != nil {
+			return nil, fmt.Errorf("move snapshot %s to %s: %w", v, home.SnapTrash, err)
+		}
+	}
+	if err := unix.Fsync(s.snaps); err != nil {
+		return nil, err
+	}
+	for _, v := range victims {
+		if err := removeAt(trash, v); err != nil {
+			return victims, fmt.Errorf("delete pruned snapshot %s: %w", v, err)
+		}
+	}
+	return victims, nil
+}
+
+func (s *session) trash() (int, error) {
+	if err := unix.Mkdirat(s.snaps, home.SnapTrash, 0o700); err != nil && err != unix.EEXIST {
+		return -1, fmt.Errorf("make %s: %w", home.SnapTrash, err)
+	}
+	return openDirAt(s.snaps, home.SnapTrash)
+}
+
+// Prune keeps the newest keep snapshots of w (store.md step 6), under the
+// store lock.
+func Prune(ctx context.Context, w home.Worker, keep int, opt Options) ([]string, error) {
+	s, err := open(ctx, w, opt.Wait)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	if err := s.cleanup(); err != nil {
+		return nil, err
+	}
+	return s.prune(keep)
+}

@@ -1,0 +1,348 @@
+package snap
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/roster-sh/roster/lib/home"
+)
+
+// maxDepth bounds how deep a store may nest folders: the walk keeps one
+// descriptor per level open (source, snapshot, previous snapshot), so a
+// hostile store nested deeper fails the take with a clear error instead of
+// exhausting descriptors.
+const maxDepth = 1000
+
+// devIno names a source inode.
+type devIno struct{ dev, ino uint64 }
+
+// walker walks a store relative to open folder descriptors: fstatat with
+// AT_SYMLINK_NOFOLLOW, openat with O_NOFOLLOW | O_DIRECTORY | O_NONBLOCK,
+// never a path re-resolved from the top, never a symlink followed, never
+// another filesystem entered. In build mode it also makes the snapshot
+// tree beside the walk (linkat for unchanged files, a new inode for the
+// rest); in scan mode it only compares with the previous manifest.
+type walker struct {
+	build bool
+	keep  bool // keep the entries (build and diff); scan mode may stop early
+	stop  bool // scan: a difference was found
+
+	prev    map[string]*Entry
+	matched int // scan: previous entries met unchanged
+
+	entries  []Entry
+	dev      uint64
+	links    map[devIno]int // hardlinked source inode -> index of its first entry
+	groups   int
+	raced    []Change // entries that kept changing identity under the walk
+	snapFd   int      // build: the .partial-ID folder
+	namesBuf []byte
+	copyBuf  []byte
+	progress func(int)
+}
+
+func newWalker(prev map[string]*Entry, build, keep bool) *walker {
+	return &walker{build: build, keep: keep, prev: prev, links: map[devIno]int{}, namesBuf: make([]byte, 32<<10), snapFd: -1}
+}
+
+// add records an entry and, in scan mode, compares it with the previous
+// manifest. It returns the entry's index (-1 when not kept).
+func (w *walker) add(e Entry) int {
+	if w.progress != nil {
+		w.progress(1)
+	}
+	if !w.build && !w.keep {
+		if !special(e.Type) {
+			p := w.prev[e.Path]
+			if p == nil || special(p.Type) || itemize(p, &e, false) != "" {
+				w.stop = true
+			} else {
+				w.matched++
+			}
+		}
+		return -1
+	}
+	w.entries = append(w.entries, e)
+	return len(w.entries) - 1
+}
+
+// root walks one store tree: src is its open folder, path its name in the
+// snapshot ("store", "channel-stores/ENC"). In build mode the tree is made
+// as dstName in dstParent; prevRoot is the same tree in the previous
+// snapshot (-1 if none).
+func (w *walker) root(src int, path string, skipLocks bool, dstParent int, dstName string, prevRoot int) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(src, &st); err != nil {
+		return fmt.Errorf("stat %s: %w", path, err)
+	}
+	w.dev = st.Dev
+	idx := w.add(entryOf(path, &st))
+	dst := -1
+	if w.build {
+		if err := unix.Mkdirat(dstParent, dstName, 0o700); err != nil {
+			return fmt.Errorf("make %s in the snapshot: %w", path, err)
+		}
+		fd, err := openDirAt(dstParent, dstName)
+		if err != nil {
+			return fmt.Errorf("open %s in the snapshot: %w", path, err)
+		}
+		dst = fd
+		defer unix.Close(dst)
+	}
+	if err := w.dir(src, dst, prevRoot, path, skipLocks, 0); err != nil {
+		return err
+	}
+	if w.build {
+		if err := applyMeta(dst, &w.entries[idx], st.Atim.Nano()); err != nil {
+			return fmt.Errorf("%s in the snapshot: %w", path, err)
+		}
+	}
+	return nil
+}
+
+func (w *walker) dir(src, dst, prevDir int, path string, skipLocks bool, depth int) error {
+	names, err := readNames(src, w.namesBuf, nil)
+	if err != nil {
+		return fmt.Errorf("read folder %s: %w", EscapeName(path), err)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if skipLocks && name == home.StoreLocksName {
+			continue // the lock folder's mount point: never snapshotted
+		}
+		var err error
+		for try := 0; try < maxTries; try++ {
+			if err = w.entry(src, dst, prevDir, path, name, depth); !errors.Is(err, errRaced) {
+				break
+			}
+		}
+		if errors.Is(err, errRaced) {
+			w.raced = append(w.raced, Change{Op: OpUnstable, Path: path + "/" + name, Type: TypeFile})
+			err = nil
+		}
+		if err != nil {
+			return err
+		}
+		if w.stop {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (w *walker) entry(src, dst, prevDir int, path, name string, depth int) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(src, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err == unix.ENOENT {
+			return nil // gone since the folder was read
+		}
+		return fmt.Errorf("stat %s/%s: %w", EscapeName(path), EscapeName(name), err)
+	}
+	rel := path + "/" + name
+	e := entryOf(rel, &st)
+	switch e.Type {
+	case TypeDir:
+		if st.Dev != w.dev {
+			e.Type = TypeOtherFS
+			w.add(e)
+			return nil
+		}
+		if depth+1 >= maxDepth {
+			return fmt.Errorf("%s: folders nested deeper than %d levels; refusing to walk further", EscapeName(rel), maxDepth)
+		}
+		return w.subdir(src, dst, prevDir, rel, name, e, &st, depth)
+	case TypeSymlink:
+		target, err := readlinkat(src, name, st.Size)
+		if err == unix.ENOENT {
+			return nil
+		}
+		if err == unix.EINVAL {
+			return errRaced // no longer a symlink
+		}
+		if err != nil {
+			return fmt.Errorf("read symlink %s: %w", EscapeName(rel), err)
+		}
+		e.Target = target
+		if w.build {
+			if err := w.buildSymlink(dst, prevDir, name, &e); err != nil {
+				return err
+			}
+		}
+		w.add(e)
+		return nil
+	case TypeFile:
+		if w.build {
+			if err := w.buildFile(src, dst, prevDir, name, &e, &st); err != nil {
+				return err
+			}
+		}
+		first := w.build && e.Group == w.groups+1
+		idx := w.add(e)
+		if first {
+			w.groups++
+			w.links[devIno{st.Dev, st.Ino}] = idx
+		}
+		return nil
+	}
+	w.add(e) // FIFO, socket, device: listed, never opened
+	return nil
+}
+
+func (w *walker) subdir(src, dst, prevDir int, rel, name string, e Entry, st *unix.Stat_t, depth int) error {
+	fd, err := openDirAt(src, name)
+	if err == unix.ENOENT {
+		return nil
+	}
+	if err == unix.ENOTDIR || err == unix.ELOOP {
+		return errRaced // swapped for something else since the stat
+	}
+	if err != nil {
+		return fmt.Errorf("open folder %s: %w", EscapeName(rel), err)
+	}
+	defer unix.Close(fd)
+	var fst unix.Stat_t
+	if err := unix.Fstat(fd, &fst); err != nil {
+		return fmt.Errorf("stat %s: %w", EscapeName(rel), err)
+	}
+	if fst.Ino != st.Ino || fst.Dev != st.Dev {
+		return errRaced
+	}
+	idx := w.add(e)
+	if w.stop {
+		return nil
+	}
+	dchild := -1
+	if w.build {
+		if err := unix.Mkdirat(dst, name, 0o700); err != nil {
+			return fmt.Errorf("make %s in the snapshot: %w", EscapeName(rel), err)
+		}
+		if dchild, err = openDirAt(dst, name); err != nil {
+			return fmt.Errorf("open %s in the snapshot: %w", EscapeName(rel), err)
+		}
+		defer unix.Close(dchild)
+	}
+	pchild := -1
+	if prevDir >= 0 {
+		if p := w.prev[rel]; p != nil && p.Type == TypeDir {
+			if pfd, err := openDirAt(prevDir, name); err == nil {
+				pchild = pfd
+				defer unix.Close(pchild)
+			}
+		}
+	}
+	if err := w.dir(fd, dchild, pchild, rel, false, depth+1); err != nil {
+		return err
+	}
+	if w.build {
+		if err := applyMeta(dchild, &w.entries[idx], st.Atim.Nano()); err != nil {
+			return fmt.Errorf("%s in the snapshot: %w", EscapeName(rel), err)
+		}
+	}
+	return nil
+}
+
+func (w *walker) buildSymlink(dst, prevDir int, name string, e *Entry) error {
+	if p := w.prev[e.Path]; p != nil && prevDir >= 0 && p.Type == TypeSymlink && p.Target == e.Target &&
+		p.UID == e.UID && p.GID == e.GID && p.Mtime == e.Mtime {
+		if unix.Linkat(prevDir, name, dst, name, 0) == nil {
+			return nil
+		}
+	}
+	if err := unix.Symlinkat(e.Target, dst, name); err != nil {
+		return fmt.Errorf("make symlink %s in the snapshot: %w", EscapeName(e.Path), err)
+	}
+	if err := applyLinkMeta(dst, name, e); err != nil {
+		return fmt.Errorf("%s in the snapshot: %w", EscapeName(e.Path), err)
+	}
+	return nil
+}
+
+// buildFile puts a regular file into the snapshot: a link to the same
+// inode already made for another name of it in this take, a link to the
+// previous snapshot's inode when nothing changed, or else a new copy.
+func (w *walker) buildFile(src, dst, prevDir int, name string, e *Entry, st *unix.Stat_t) error {
+	key := devIno{st.Dev, st.Ino}
+	if st.Nlink > 1 {
+		if first, ok := w.links[key]; ok {
+			f := &w.entries[first]
+			if unix.Linkat(w.snapFd, f.Path, dst, name, 0) == nil {
+				path := e.Path
+				*e = *f
+				e.Path = path
+				return nil
+			}
+			// EMLINK or the like: a fresh copy, outside the group.
+		} else {
+			e.Group = w.groups + 1 // claimed in entry() once the file is in
+		}
+	}
+	if p := w.prev[e.Path]; p != nil && prevDir >= 0 && sameContent(p, e) {
+		if unix.Linkat(prevDir, name, dst, name, 0) == nil {
+			return nil
+		}
+		// EMLINK (too many links) or the old copy is missing: copy instead.
+	}
+	return w.copyFile(src, dst, name, e)
+}
+
+// copyFile copies a store file into a new inode of the snapshot and gives
+// it the file's owner, mode and times through the new descriptor. A file
+// that changes while it is copied is copied again, up to maxTries times,
+// then kept as it was read and marked unstable.
+func (w *walker) copyFile(src, dst int, name string, e *Entry) error {
+	if copyFault != nil {
+		if err := copyFault(e.Path); err != nil {
+			return fmt.Errorf("read %s: %w", EscapeName(e.Path), err)
+		}
+	}
+	sfd, err := openRead(src, name)
+	if err == unix.ENOENT || err == unix.ELOOP {
+		return errRaced
+	}
+	if err != nil {
+		return fmt.Errorf("open %s: %w", EscapeName(e.Path), err)
+	}
+	defer unix.Close(sfd)
+	var before unix.Stat_t
+	if err := unix.Fstat(sfd, &before); err != nil {
+		return fmt.Errorf("stat %s: %w", EscapeName(e.Path), err)
+	}
+	if before.Mode&unix.S_IFMT != unix.S_IFREG || before.Ino != e.Ino {
+		return errRaced
+	}
+	dfd, err := unix.Openat(dst, name, openNewFlags, 0o600)
+	if err != nil {
+		return fmt.Errorf("create %s in the snapshot: %w", EscapeName(e.Path), err)
+	}
+	defer unix.Close(dfd)
+	stable := false
+	for try := 0; try < maxTries && !stable; try++ {
+		if try > 0 {
+			if err := unix.Ftruncate(dfd, 0); err != nil {
+				return fmt.Errorf("copy %s: %w", EscapeName(e.Path), err)
+			}
+		}
+		if err := copyData(sfd, dfd, before.Size, &w.copyBuf); err != nil {
+			return fmt.Errorf("copy %s: %w", EscapeName(e.Path), err)
+		}
+		var after unix.Stat_t
+		if err := unix.Fstat(sfd, &after); err != nil {
+			return fmt.Errorf("stat %s: %w", EscapeName(e.Path), err)
+		}
+		stable = after.Size == before.Size && after.Mtim == before.Mtim && after.Ctim == before.Ctim
+		if !stable && try+1 < maxTries {
+			before = after
+		}
+	}
+	group := e.Group
+	*e = entryOf(e.Path, &before)
+	e.Group = group
+	e.Unstable = !stable
+	if err := applyMeta(dfd, e, before.Atim.Nano()); err != nil {
+		return fmt.Errorf("%s in the snapshot: %w", EscapeName(e.Path), err)
+	}
+	return nil
+}
