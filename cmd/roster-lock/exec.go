@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -24,25 +25,24 @@ import (
 var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP,
 	syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
-// prepareCommand looks the command up and wires our own descriptors 0-2
-// straight to it; nothing else is inherited (Go opens every file
-// close-on-exec, the lock file included, and adds no ExtraFiles).
-func prepareCommand(env *cli.Env, argv []string) (*exec.Cmd, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	if cmd.Err != nil {
-		return nil, startError(env, argv[0], cmd.Err)
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, env.Stdout, env.Stderr
-	// If roster-lock dies (even by SIGKILL) the kernel drops the lock; the
-	// command must not go on outside it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	return cmd, nil
+// command is what runs under the lock.
+type command struct {
+	path string
+	argv []string
 }
 
-// startError maps a command that cannot start to a shell's codes: 127 not
-// found, 126 found but not executable.
+// lookCommand finds the command before we wait for the lock, so a typo
+// fails at once, with a shell's codes: 127 not found, 126 not executable.
+func lookCommand(env *cli.Env, argv []string) (*command, error) {
+	path, err := exec.LookPath(argv[0])
+	if err != nil && !errors.Is(err, exec.ErrDot) {
+		return nil, startError(env, argv[0], err)
+	}
+	return &command{path: path, argv: argv}, nil
+}
+
 func startError(env *cli.Env, name string, err error) error {
-	code, why := 126, "cannot run it"
+	code, why := 126, err.Error()
 	switch {
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
 		code, why = 127, "command not found"
@@ -50,8 +50,6 @@ func startError(env *cli.Env, name string, err error) error {
 		why = "permission denied (not executable)"
 	case errors.Is(err, syscall.ENOEXEC):
 		why = "not an executable format (a script needs a #! line)"
-	default:
-		why = err.Error()
 	}
 	fmt.Fprintf(env.Stderr, "%s: error: %s: %s\n", env.Name, name, why)
 	return &errs.Exit{Code: code}
@@ -81,43 +79,88 @@ func takeLock(f *os.File, shared bool, wait time.Duration) error {
 	}
 }
 
-// runCommand starts cmd (the lock is held), forwards signals to it and
-// returns its exit status: 128+N if signal N killed it.
-func runCommand(env *cli.Env, cmd *exec.Cmd) error {
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, forwarded...)
-	if err := cmd.Start(); err != nil {
-		signal.Stop(sigs)
-		return startError(env, cmd.Args[0], err)
+// runCommand runs the command (the lock is held) on our own descriptors
+// 0-2, forwards signals to it and returns its status: 128+N if signal N
+// killed it.
+//
+// It forks with syscall.ForkExec rather than os/exec: nothing but 0-2
+// reaches the child (every other descriptor, the lock's included, is
+// close-on-exec), and it skips os's one-off pidfd probe, a whole extra
+// fork on the path benchmarked against flock(1).
+func runCommand(env *cli.Env, c *command) error {
+	// A signal we were started with ignored (INT and QUIT in a shell's
+	// background job) stays ignored, for us and so for the command.
+	var catch []os.Signal
+	for _, s := range forwarded {
+		if !signal.Ignored(s) {
+			catch = append(catch, s)
+		}
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	for {
-		select {
-		case s := <-sigs:
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, catch...)
+
+	files := make([]uintptr, 3)
+	for i := range files {
+		files[i] = uintptr(i)
+		if _, err := unix.FcntlInt(uintptr(i), unix.F_GETFD, 0); err != nil {
+			files[i] = ^uintptr(0) // closed here: closed in the child too
+		}
+	}
+	pid, err := syscall.ForkExec(c.path, c.argv, &syscall.ProcAttr{
+		Env:   os.Environ(),
+		Files: files,
+		// If roster-lock dies (even by SIGKILL) the kernel drops the
+		// lock; the command must not go on outside it. (main keeps the
+		// forking thread alive for good: Pdeathsig follows the thread.)
+		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM},
+	})
+	if err != nil {
+		signal.Stop(sigs)
+		return startError(env, c.argv[0], err)
+	}
+
+	// The forwarder must never signal a reaped pid (it could be reused):
+	// wait for the exit without reaping, then reap under the mutex.
+	var mu sync.Mutex
+	reaped := false
+	go func() {
+		for s := range sigs {
 			if (s == syscall.SIGINT || s == syscall.SIGQUIT) && terminalForeground() {
 				continue // the terminal sent it to the command as well
 			}
-			cmd.Process.Signal(s) // gone already: nothing to forward to
-		case err := <-done:
-			return exitStatus(cmd, err)
+			mu.Lock()
+			if !reaped {
+				syscall.Kill(pid, s.(syscall.Signal))
+			}
+			mu.Unlock()
+		}
+	}()
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			break
 		}
 	}
-}
-
-func exitStatus(cmd *exec.Cmd, err error) error {
-	ps := cmd.ProcessState
-	if ps == nil {
-		return err
+	mu.Lock()
+	reaped = true
+	var ws syscall.WaitStatus
+	for {
+		_, err = syscall.Wait4(pid, &ws, 0, nil)
+		if err != syscall.EINTR {
+			break
+		}
 	}
-	ws, ok := ps.Sys().(syscall.WaitStatus)
+	mu.Unlock()
 	switch {
-	case ok && ws.Signaled():
+	case err != nil:
+		return fmt.Errorf("wait for %s: %w", c.argv[0], err)
+	case ws.Signaled():
 		return &errs.Exit{Code: 128 + int(ws.Signal())}
-	case ps.ExitCode() == 0:
-		return nil
+	case ws.ExitStatus() != 0:
+		return &errs.Exit{Code: ws.ExitStatus()}
 	}
-	return &errs.Exit{Code: ps.ExitCode()}
+	return nil
 }
 
 // terminalForeground tells whether we are in the foreground process group

@@ -69,7 +69,7 @@ func (w *waitFlag) Decode(ctx *kong.DecodeContext) error {
 }
 
 func main() {
-	// Pdeathsig (see startCommand) fires when the forking thread exits:
+	// Pdeathsig (see runCommand) fires when the forking thread exits:
 	// keep the main goroutine, which forks, on one thread for good.
 	runtime.LockOSThread()
 	os.Exit(cli.Main("roster-lock", &CLI{}, os.Args[1:]))
@@ -118,7 +118,7 @@ func (c *CLI) Run(g *cli.Globals, env *cli.Env) error {
 
 	// Look the command up before waiting for the lock: a typo fails at
 	// once, as 127 or 126 like a shell.
-	cmd, err := prepareCommand(env, c.Command)
+	cmd, err := lookCommand(env, c.Command)
 	if err != nil {
 		return err
 	}

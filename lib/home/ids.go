@@ -3,7 +3,6 @@ package home
 import (
 	"crypto/rand"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -18,10 +17,10 @@ const (
 )
 
 var (
-	runRE       = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-[0-9a-z]{4}$`)
-	filedTaskRE = regexp.MustCompile(`^t-\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-[0-9a-z]{4}$`)
-	firedTaskRE = regexp.MustCompile(`^t-\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-[a-z][a-z0-9_-]{0,62}\.[a-z][a-z0-9_-]{0,62}$`)
-	snapRE      = regexp.MustCompile(`^\d{8}-\d{6}\.\d{3}$`)
+	runRE       = lazyRegexp(`^\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-[0-9a-z]{4}$`)
+	filedTaskRE = lazyRegexp(`^t-\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-[0-9a-z]{4}$`)
+	firedTaskRE = lazyRegexp(`^t-\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-[a-z][a-z0-9_-]{0,62}\.[a-z][a-z0-9_-]{0,62}$`)
+	snapRE      = lazyRegexp(`^\d{8}-\d{6}\.\d{3}$`)
 )
 
 func randSuffix() string {

@@ -2,7 +2,6 @@ package home
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -10,9 +9,9 @@ import (
 )
 
 var (
-	workerRE   = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
-	templateRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
-	lockRE     = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
+	workerRE   = lazyRegexp(`^[a-z][a-z0-9_-]{0,62}$`)
+	templateRE = lazyRegexp(`^[a-z][a-z0-9_-]{0,62}$`)
+	lockRE     = lazyRegexp(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
 )
 
 // ValidWorker checks a worker name against ^[a-z][a-z0-9_-]{0,62}$ (exit 2).
