@@ -88,10 +88,20 @@ func (s *Schedule) walk(after, until time.Time, fn func(Activation) bool) {
 			continue
 		}
 		ps := zonePeriods(s.loc, wall-maxOffset, wall+day+maxOffset)
+		// Wall time w fires within [w-hiOff, w-loOff]: skip the hours that
+		// cannot reach (after, until].
+		loOff, hiOff := ps[0].off, ps[0].off
+		for _, p := range ps {
+			loOff, hiOff = min(loOff, p.off), max(hiOff, p.off)
+		}
 		added := false
 		for h := int64(0); h < 24; h++ {
-			if s.hour&(1<<h) == 0 {
+			hw := wall + h*3600
+			if s.hour&(1<<h) == 0 || hw+59*60-loOff <= afterSec {
 				continue
+			}
+			if hw-hiOff > untilSec {
+				break
 			}
 			for m := int64(0); m < 60; m++ {
 				if s.minute&(1<<m) == 0 {
