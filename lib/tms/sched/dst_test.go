@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -190,4 +191,30 @@ func TestDayFieldsFollowCronRules(t *testing.T) {
 		{zone: "UTC", spec: "0 0 1 jan,jul *", after: "2026-01-01T00:00Z", until: "2027-01-01T00:00Z",
 			want: us("2026-07-01T00:00Z", "2027-01-01T00:00Z")},
 	})
+}
+
+// Samoa skipped 2011-12-30 entirely (-10 to +14 at midnight): the whole
+// day is a gap, and its noon fires once, as the next day begins.
+func TestWholeDaySkippedFiresOnceAfterIt(t *testing.T) {
+	checkWindows(t, []window{
+		{zone: "Pacific/Apia", spec: "0 12 * * *", after: "2011-12-28T00:00Z", until: "2011-12-31T12:00Z",
+			want:  us("2011-12-28T22:00Z", "2011-12-29T22:00Z", "2011-12-30T10:00Z", "2011-12-30T22:00Z"),
+			marks: map[string]string{"2011-12-30T10:00Z": MarkGap}},
+	})
+}
+
+// `template next` prints the local and UTC columns from Preview.
+func TestPreviewShowsLocalTimeAndMarks(t *testing.T) {
+	s := parse(t, "30 2 * * *", newYork)
+	var got []string
+	for _, a := range Preview(s, u("2026-03-07T12:00Z"), 2) {
+		got = append(got, a.Local.Format("2006-01-02 15:04 MST")+" "+a.At.Format(time.RFC3339)+" "+a.Mark)
+	}
+	want := []string{"2026-03-08 03:00 EDT 2026-03-08T07:00:00Z gap", "2026-03-09 02:30 EDT 2026-03-09T06:30:00Z "}
+	if !slices.Equal(got, want) {
+		t.Errorf("Preview:\n got  %q\n want %q", got, want)
+	}
+	if p := Preview(s, u("2026-03-07T12:00Z"), 0); p != nil {
+		t.Errorf("Preview n=0: %v", p)
+	}
 }

@@ -1,26 +1,3 @@
-// Package sched computes template activations under roster's time rules.
-//
-// It is pure: no files, no locks, no clock of its own. A Schedule is parsed
-// from a template's cron spec (robfig/cron/v3 does the parsing and nothing
-// else); its activations are computed here, in the schedule's zone, with the
-// daylight-saving rules of tasks.md:
-//
-//   - Spring-forward gap: an activation whose local wall time does not exist
-//     fires once, at the first instant after the gap (the transition itself).
-//     Several nonexistent wall times collapse into that one instant.
-//   - Fall-back overlap: a wall time that occurs twice fires once, at its
-//     first occurrence, when the hour field is fixed (a number, list or
-//     range: "1", "1,13", "1-5", and @daily, @weekly, @monthly, @yearly);
-//     when the hour field holds "*", "?" or a step ("*/2", "1-5/2"), and for
-//     @hourly, the spec follows elapsed time and fires at both occurrences.
-//   - @every DUR counts elapsed time from the Unix epoch: its activations are
-//     the instants that are whole multiples of DUR since 1970-01-01T00:00Z,
-//     whatever the zone and whatever the cursor, so they are deterministic
-//     from the spec alone and a restart can never shift them. DUR must be a
-//     whole number of seconds, at least 1s.
-//
-// Plan turns (cursor, now) into what to fire and what to skip; the cursor
-// only ever moves forward, so a clock that jumps back fires nothing twice.
 package sched
 
 import (
