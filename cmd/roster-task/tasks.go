@@ -1,5 +1,644 @@
 package main
 
+// The task verbs: lib/tms's command line. Each Run method parses its
+// arguments, makes one lib/tms call per partition and prints the result.
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/suite"
+	"github.com/roster-sh/roster/lib/tms"
+)
+
 // TaskCmds holds the task verbs (add, relay, ls, show, ...): lib/tms's
 // command line. Embedded in CLI.
-type TaskCmds struct{}
+type TaskCmds struct {
+	Add      AddCmd      `cmd:"" help:"File a task for a person (owner standing); prints its id."`
+	Relay    RelayCmd    `cmd:"" help:"File a chat message as a relay task (untrusted content); prints its id."`
+	Ls       LsCmd       `cmd:"" help:"List pending, claimed and needs-review tasks with their derived eligibility."`
+	Show     ShowCmd     `cmd:"" help:"Show one task: a live one, or a finished one from the journal."`
+	Cancel   CancelCmd   `cmd:"" help:"Cancel a task (a claimed one: record it canceled, then kill its box)."`
+	Requeue  RequeueCmd  `cmd:"" help:"Put a task back to pending, or file a finished one again; prints its id."`
+	Template TemplateCmd `cmd:"" help:"Add, list, remove and preview templates."`
+	Set      SetCmd      `cmd:"" help:"Replace the worker-editable part of a partition (set_tasks)."`
+	Journal  JournalCmd  `cmd:"" help:"Print a worker's journal, optionally following it."`
+	Due      DueCmd      `cmd:"" help:"What a dispatcher would claim now, and why not the rest."`
+	Gate     GateCmd     `cmd:"" help:"Resolve operator decisions (gates)."`
+	Fsck     FsckCmd     `cmd:"" help:"Check partitions; rebuild tasks.json from the journal."`
+}
+
+// readText returns the text of args, or stdin (at most 1 MiB) for "-".
+func readText(args []string, stdin io.Reader) (string, error) {
+	if len(args) == 1 && args[0] == "-" {
+		data, err := io.ReadAll(io.LimitReader(stdin, tms.MaxText+1))
+		if err != nil {
+			return "", fmt.Errorf("read stdin: %w", err)
+		}
+		if len(data) > tms.MaxText {
+			return "", errs.New(errs.ErrUsage, "text on stdin is more than the 1 MiB limit")
+		}
+		return string(data), nil
+	}
+	return strings.Join(args, " "), nil
+}
+
+func openPartition(g *cli.Globals, worker string) (*tms.Partition, error) {
+	h, err := g.OpenHome()
+	if err != nil {
+		return nil, err
+	}
+	return tms.Open(h, worker, tms.Options{})
+}
+
+// AddCmd is `roster-task add`.
+type AddCmd struct {
+	Worker   string   `arg:"" help:"The worker."`
+	Text     []string `arg:"" help:"The task's text; \"-\" reads it from stdin (at most 1 MiB)."`
+	At       string   `help:"Not before TIME: RFC 3339, \"YYYY-MM-DD HH:MM\" (host-local) or +DUR; a past time is due now." placeholder:"TIME"`
+	After    []string `help:"Only after task ID has completed (repeatable)." placeholder:"ID"`
+	Ceiling  string   `help:"Wall-clock limit of its run (default: org.toml [ceilings] filed)." placeholder:"DUR"`
+	Standing string   `help:"owner (default) or proactive." enum:"owner,proactive" default:"owner"`
+	Channel  string   `help:"The conversation it belongs to." placeholder:"CHAN"`
+	Priority int      `help:"Higher is claimed first within a standing." default:"0"`
+}
+
+func (c *AddCmd) Run(g *cli.Globals, env *cli.Env) error {
+	p, err := openPartition(g, c.Worker)
+	if err != nil {
+		return err
+	}
+	text, err := readText(c.Text, env.Stdin)
+	if err != nil {
+		return err
+	}
+	nt := tms.NewTask{Text: text, Standing: c.Standing, After: c.After, Ceiling: c.Ceiling, Channel: c.Channel, Priority: c.Priority}
+	if c.At != "" {
+		at, err := tms.ParseAt(c.At, p.Now(), time.Local)
+		if err != nil {
+			return err
+		}
+		nt.At = &at
+	}
+	task, err := p.Add(env.Ctx, nt)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, task.ID)
+	return nil
+}
+
+// RelayCmd is `roster-task relay`.
+type RelayCmd struct {
+	Worker  string   `arg:"" help:"The worker."`
+	Text    []string `arg:"" optional:"" help:"The message; \"-\" (or nothing) reads it from stdin (at most 1 MiB)."`
+	Channel string   `required:"" help:"The conversation it came from." placeholder:"CHAN"`
+	From    string   `help:"Who sent it." placeholder:"WHO"`
+}
+
+func (c *RelayCmd) Run(g *cli.Globals, env *cli.Env) error {
+	p, err := openPartition(g, c.Worker)
+	if err != nil {
+		return err
+	}
+	args := c.Text
+	if len(args) == 0 {
+		args = []string{"-"}
+	}
+	text, err := readText(args, env.Stdin)
+	if err != nil {
+		return err
+	}
+	task, err := p.Relay(env.Ctx, c.Channel, c.From, text)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, task.ID)
+	return nil
+}
+
+// workersOf returns [worker] (checked) or every worker of the home.
+func workersOf(h home.Home, worker string) ([]string, error) {
+	if worker != "" {
+		if err := home.ValidWorker(worker); err != nil {
+			return nil, err
+		}
+		return []string{worker}, nil
+	}
+	return config.ListWorkers(h)
+}
+
+// eachWorker runs fn for every named worker; a worker whose spec or
+// partition cannot be read is reported on stderr and skipped, the others
+// carry on, and the exit status is that of the first failure (14 for an
+// unreadable partition). With one named worker its error is returned.
+func eachWorker(g *cli.Globals, env *cli.Env, worker string, fn func(p *tms.Partition) error) error {
+	h, err := g.OpenHome()
+	if err != nil {
+		return err
+	}
+	names, err := workersOf(h, worker)
+	if err != nil {
+		return err
+	}
+	var first error
+	for _, n := range names {
+		p, err := tms.Open(h, n, tms.Options{})
+		if err == nil {
+			err = fn(p)
+		}
+		if err != nil {
+			if worker != "" {
+				return err
+			}
+			cli.Report(env, fmt.Errorf("worker %s skipped: %w", n, err))
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	if first != nil {
+		return &errs.Exit{Code: cli.Code(first)}
+	}
+	return nil
+}
+
+func firstLine(s string, n int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " ..."
+	}
+	if len(s) > n {
+		s = s[:n-3] + "..."
+	}
+	return s
+}
+
+func fmtTime(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return ""
+	}
+	return t.In(time.Local).Format("2006-01-02 15:04")
+}
+
+// taskJSON is a task as --json prints it: its fields plus the worker and
+// the derived eligibility.
+type taskJSON struct {
+	Worker string `json:"worker"`
+	tms.Task
+	Eligibility string `json:"eligibility,omitempty"`
+	Why         string `json:"why,omitempty"`
+	Claimable   *bool  `json:"claimable,omitempty"`
+}
+
+// LsCmd is `roster-task ls`.
+type LsCmd struct {
+	Worker string `arg:"" optional:"" help:"Only this worker (default: every worker)."`
+	All    bool   `help:"Also list finished tasks (completed, failed, canceled) from the journal."`
+	JSON   bool   `name:"json" help:"Print JSON Lines."`
+}
+
+func (c *LsCmd) Run(g *cli.Globals, env *cli.Env) error {
+	var rows [][]string
+	err := eachWorker(g, env, c.Worker, func(p *tms.Partition) error {
+		r, err := p.Due(env.Ctx)
+		if err != nil {
+			return err
+		}
+		var finished []tms.Task
+		if c.All {
+			if finished, err = p.Finished(); err != nil {
+				return err
+			}
+		}
+		for _, e := range r.Entries {
+			if c.JSON {
+				if err := cli.JSONLine(env.Stdout, taskJSON{Worker: p.Name, Task: e.Task, Eligibility: e.Status, Why: e.Why}); err != nil {
+					return err
+				}
+				continue
+			}
+			rows = append(rows, []string{e.ID, p.Name, e.Task.State, eligibilityText(e.Eligibility), e.Standing, e.Kind, strconv.Itoa(e.Priority), firstLine(e.Text, 60)})
+		}
+		for _, t := range finished {
+			if c.JSON {
+				if err := cli.JSONLine(env.Stdout, taskJSON{Worker: p.Name, Task: t}); err != nil {
+					return err
+				}
+				continue
+			}
+			rows = append(rows, []string{t.ID, p.Name, t.State, fmtTime(t.FinishedAt), t.Standing, t.Kind, strconv.Itoa(t.Priority), firstLine(t.Text, 60)})
+		}
+		return nil
+	})
+	if !c.JSON {
+		if terr := cli.Table(env.Stdout, []string{"ID", "WORKER", "STATE", "ELIGIBILITY", "STANDING", "KIND", "PRI", "TEXT"}, rows); terr != nil && err == nil {
+			err = terr
+		}
+	}
+	return err
+}
+
+func eligibilityText(e tms.Eligibility) string {
+	switch e.Status {
+	case tms.StateDue:
+		return "due"
+	case tms.StateLate, tms.StateHeld, tms.StateBlocked, tms.StateWaiting:
+		return strings.TrimPrefix(e.Why, "")
+	case tms.StateScheduled:
+		return e.Why
+	case tms.StateClaimed:
+		return e.Why
+	}
+	return e.Why
+}
+
+// ShowCmd is `roster-task show`.
+type ShowCmd struct {
+	ID     string `arg:"" help:"A task id or unique prefix."`
+	Worker string `help:"Search only this worker." placeholder:"W"`
+	JSON   bool   `name:"json" help:"Print one JSON object."`
+}
+
+// findTask resolves an id for a verb, reporting skipped workers.
+func findTask(g *cli.Globals, env *cli.Env, worker, id string, finished bool) (*tms.Partition, tms.Found, error) {
+	h, err := g.OpenHome()
+	if err != nil {
+		return nil, tms.Found{}, err
+	}
+	f, skipped, err := tms.FindTask(env.Ctx, h, worker, id, finished)
+	for _, s := range skipped {
+		cli.Report(env, fmt.Errorf("worker skipped: %w", s))
+	}
+	if err != nil {
+		return nil, f, err
+	}
+	p, err := tms.Open(h, f.Worker, tms.Options{})
+	return p, f, err
+}
+
+func (c *ShowCmd) Run(g *cli.Globals, env *cli.Env) error {
+	p, f, err := findTask(g, env, c.Worker, c.ID, true)
+	if err != nil {
+		return err
+	}
+	task, err := p.Show(env.Ctx, f.ID)
+	if err != nil {
+		return err
+	}
+	out := taskJSON{Worker: p.Name, Task: task}
+	if task.State == tms.Pending || task.State == tms.Claimed || task.State == tms.NeedsReview {
+		if r, err := p.Due(env.Ctx); err == nil {
+			for _, e := range r.Entries {
+				if e.ID == task.ID {
+					out.Eligibility, out.Why = e.Status, e.Why
+				}
+			}
+		}
+	}
+	if c.JSON {
+		return cli.JSONLine(env.Stdout, out)
+	}
+	kv := [][2]string{{"id", task.ID}, {"worker", p.Name}, {"state", task.State}}
+	add := func(k, v string) {
+		if v != "" {
+			kv = append(kv, [2]string{k, v})
+		}
+	}
+	if out.Eligibility != "" {
+		add("eligibility", eligibilityText(tms.Eligibility{Status: out.Eligibility, Why: out.Why}))
+	}
+	add("kind", task.Kind)
+	add("standing", task.Standing)
+	add("by", task.By)
+	add("priority", strconv.Itoa(task.Priority))
+	add("created", fmtTime(&task.CreatedAt))
+	add("scheduled", fmtTime(task.ScheduledAt))
+	add("finished", fmtTime(task.FinishedAt))
+	add("depends on", strings.Join(task.DependsOn, ", "))
+	add("ceiling", task.Ceiling)
+	add("channel", task.Channel)
+	add("from", task.From)
+	add("template", task.Template)
+	add("slot", fmtTime(task.Slot))
+	add("attempts", strconv.Itoa(task.Attempts))
+	if task.Claim != nil {
+		add("claim", task.Claim.Run+" at "+fmtTime(&task.Claim.At))
+	}
+	add("last run", task.LastRun)
+	add("continues", task.Continues)
+	add("refiled from", task.RefiledFrom)
+	for _, gt := range task.Gates {
+		s := gt.State
+		if gt.Wake {
+			s += ", wake"
+		}
+		if gt.Why != "" {
+			s += ": " + gt.Why
+		}
+		add("gate "+gt.ID, fmt.Sprintf("%s (%s)", gt.What, s))
+	}
+	for _, e := range kv {
+		fmt.Fprintf(env.Stdout, "%-13s %s\n", e[0]+":", e[1])
+	}
+	fmt.Fprintf(env.Stdout, "\n%s\n", strings.TrimRight(task.Text, "\n"))
+	return nil
+}
+
+// CancelCmd is `roster-task cancel`.
+type CancelCmd struct {
+	ID     string `arg:"" help:"A task id or unique prefix."`
+	Worker string `help:"Search only this worker." placeholder:"W"`
+	Why    string `help:"Why, for the journal." placeholder:"TEXT"`
+}
+
+func (c *CancelCmd) Run(g *cli.Globals, env *cli.Env) error {
+	p, f, err := findTask(g, env, c.Worker, c.ID, false)
+	if err != nil {
+		return err
+	}
+	run, err := p.Cancel(env.Ctx, f.ID, c.Why, tms.ByOwner)
+	if err != nil || run == "" {
+		return err
+	}
+	// The task is canceled under the lock already; now end its box. Its
+	// supervisor, finding the claim gone, records the run canceled.
+	box, ferr := suite.Find("roster-box")
+	if ferr != nil {
+		env.Warn("task %s canceled; its box (run %s) was not killed: roster-box not found", f.ID, run)
+		return nil
+	}
+	cmd := exec.CommandContext(env.Ctx, box, "--home", p.Home.Dir, "kill", run)
+	cmd.Stdout, cmd.Stderr = env.Stderr, env.Stderr
+	if err := cmd.Run(); err != nil {
+		env.Warn("task %s canceled; roster-box kill %s: %v", f.ID, run, err)
+	}
+	return nil
+}
+
+// RequeueCmd is `roster-task requeue`.
+type RequeueCmd struct {
+	ID     string `arg:"" help:"A task id or unique prefix."`
+	Worker string `help:"Search only this worker." placeholder:"W"`
+}
+
+func (c *RequeueCmd) Run(g *cli.Globals, env *cli.Env) error {
+	p, f, err := findTask(g, env, c.Worker, c.ID, true)
+	if err != nil {
+		return err
+	}
+	task, err := p.Requeue(env.Ctx, f.ID, tms.ByOwner)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, task.ID)
+	return nil
+}
+
+// SetCmd is `roster-task set`.
+type SetCmd struct {
+	Worker  string `arg:"" help:"The worker."`
+	File    string `arg:"" optional:"" default:"-" help:"The request (the shape of tasks.json's tasks and templates); \"-\" or nothing: stdin."`
+	Version int64  `name:"set-version" required:"" hidden:"" help:"--version N: the version the request was made from; stale: exit 13, nothing changes." placeholder:"N"`
+}
+
+func (c *SetCmd) Run(g *cli.Globals, env *cli.Env) error {
+	p, err := openPartition(g, c.Worker)
+	if err != nil {
+		return err
+	}
+	var data []byte
+	if c.File == "-" {
+		data, err = io.ReadAll(io.LimitReader(env.Stdin, 16<<20+1))
+	} else {
+		data, err = os.ReadFile(c.File)
+	}
+	if err != nil {
+		return errs.New(errs.ErrUsage, fmt.Sprintf("read %s: %v", c.File, err))
+	}
+	in, err := tms.DecodeSet(data)
+	if err != nil {
+		return err
+	}
+	if in.Version != nil && *in.Version != c.Version {
+		return errs.New(errs.ErrUsage, fmt.Sprintf("the request says version %d but --version is %d", *in.Version, c.Version))
+	}
+	v := c.Version
+	in.Version = &v
+	res, err := p.SetTasks(env.Ctx, in, tms.ByOwner)
+	if err != nil {
+		return err
+	}
+	for _, ch := range res.Changed {
+		fmt.Fprintf(env.Stderr, "roster-task: %s %s\n", ch.Entry, ch.What)
+	}
+	fmt.Fprintln(env.Stdout, res.Version)
+	return nil
+}
+
+// JournalCmd is `roster-task journal`.
+type JournalCmd struct {
+	Worker string `arg:"" help:"The worker."`
+	Since  int64  `help:"Only lines after seq N (to resume a follow)." placeholder:"SEQ" default:"0"`
+	Follow bool   `short:"f" help:"Keep printing lines as they are appended (tail -f), until interrupted."`
+	JSON   bool   `name:"json" help:"Print the journal's lines as they are (JSON Lines)."`
+}
+
+func (c *JournalCmd) Run(g *cli.Globals, env *cli.Env) error {
+	p, err := openPartition(g, c.Worker)
+	if err != nil {
+		return err
+	}
+	print := func(l tms.Line) error {
+		if c.JSON {
+			return cli.JSONLine(env.Stdout, l)
+		}
+		v := ""
+		if l.Version > 0 {
+			v = strconv.FormatInt(l.Version, 10)
+		}
+		what := l.Task
+		if what == "" {
+			what = l.Template
+		}
+		var extra []string
+		for _, s := range []struct{ k, v string }{{"template", l.Template}, {"run", l.Run}, {"gate", l.Gate}, {"decision", l.Decision}, {"from", l.From}, {"reason", l.Reason}} {
+			if s.v != "" && s.v != what {
+				extra = append(extra, s.k+"="+s.v)
+			}
+		}
+		if l.Missed > 0 {
+			extra = append(extra, fmt.Sprintf("missed=%d", l.Missed))
+		}
+		if l.Action != nil {
+			extra = append(extra, "action="+l.Action.Kind, "outcome="+strconv.Quote(l.Action.Outcome))
+		}
+		if l.Evidence != nil {
+			extra = append(extra, fmt.Sprintf("exit=%d report=%s", l.Evidence.Exit, l.Evidence.Report))
+			if l.Evidence.Note != "" {
+				extra = append(extra, "note="+strconv.Quote(l.Evidence.Note))
+			}
+		}
+		for _, ch := range l.Changed {
+			extra = append(extra, ch.Entry+":"+strings.ReplaceAll(ch.What, " ", ""))
+		}
+		_, err := fmt.Fprintf(env.Stdout, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Seq, v, l.At.In(time.Local).Format("2006-01-02 15:04:05"), l.Event, what, l.By, strings.Join(extra, " "))
+		return err
+	}
+	if !c.Follow {
+		lines, err := p.Journal(c.Since)
+		if err != nil {
+			return err
+		}
+		for _, l := range lines {
+			if err := print(l); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ctx, stop := signal.NotifyContext(env.Ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err = p.Follow(ctx, c.Since, func(l tms.Line) error {
+		if err := print(l); err != nil {
+			return err
+		}
+		if f, ok := env.Stdout.(interface{ Sync() error }); ok {
+			f.Sync()
+		}
+		return nil
+	})
+	if ctx.Err() != nil && env.Ctx.Err() == nil {
+		return nil // interrupted: a follow ends normally
+	}
+	return err
+}
+
+// DueCmd is `roster-task due`.
+type DueCmd struct {
+	Worker string `arg:"" optional:"" help:"Only this worker (default: every worker)."`
+	JSON   bool   `name:"json" help:"Print JSON Lines."`
+}
+
+func (c *DueCmd) Run(g *cli.Globals, env *cli.Env) error {
+	var rows [][]string
+	err := eachWorker(g, env, c.Worker, func(p *tms.Partition) error {
+		r, err := p.Due(env.Ctx)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, e := range r.Entries {
+			if e.Task.State != tms.Pending {
+				continue
+			}
+			ok := e.Status == tms.StateDue
+			if c.JSON {
+				b := ok
+				if err := cli.JSONLine(env.Stdout, taskJSON{Worker: p.Name, Task: e.Task, Eligibility: e.Status, Why: e.Why, Claimable: &b}); err != nil {
+					return err
+				}
+				continue
+			}
+			order := ""
+			if ok {
+				n++
+				order = strconv.Itoa(n)
+			}
+			why := e.Why
+			if ok {
+				why = "claimable now"
+			}
+			rows = append(rows, []string{p.Name, order, e.ID, e.Status, why, e.Standing, firstLine(e.Text, 50)})
+		}
+		return nil
+	})
+	if !c.JSON {
+		if terr := cli.Table(env.Stdout, []string{"WORKER", "ORDER", "ID", "ELIGIBILITY", "WHY", "STANDING", "TEXT"}, rows); terr != nil && err == nil {
+			err = terr
+		}
+	}
+	return err
+}
+
+// GateCmd groups the gate verbs.
+type GateCmd struct {
+	Resolve GateResolveCmd `cmd:"" help:"Approve or deny a gate; the last one of a needs-review task completes it."`
+}
+
+// GateResolveCmd is `roster-task gate resolve`.
+type GateResolveCmd struct {
+	ID       string `arg:"" help:"A task id or unique prefix."`
+	Gate     string `arg:"" help:"The gate's id (g1, g2, ...)."`
+	Decision string `arg:"" enum:"approve,deny" help:"approve or deny."`
+	Worker   string `help:"Search only this worker." placeholder:"W"`
+	Why      string `help:"The reason, carried to the continuation." placeholder:"TEXT"`
+}
+
+func (c *GateResolveCmd) Run(g *cli.Globals, env *cli.Env) error {
+	p, f, err := findTask(g, env, c.Worker, c.ID, false)
+	if err != nil {
+		return err
+	}
+	cont, err := p.ResolveGate(env.Ctx, f.ID, c.Gate, c.Decision, c.Why)
+	if err != nil {
+		return err
+	}
+	if cont != "" {
+		fmt.Fprintln(env.Stdout, cont)
+	}
+	return nil
+}
+
+// FsckCmd is `roster-task fsck`.
+type FsckCmd struct {
+	Worker  string `arg:"" optional:"" help:"Only this worker (default: every worker)."`
+	Rebuild bool   `help:"Rebuild tasks.json (and the view) from the journal's records."`
+}
+
+func (c *FsckCmd) Run(g *cli.Globals, env *cli.Env) error {
+	bad := false
+	err := eachWorker(g, env, c.Worker, func(p *tms.Partition) error {
+		if c.Rebuild {
+			v, err := p.Rebuild(env.Ctx)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stderr, "roster-task: %s: tasks.json rebuilt from the journal at version %d\n", p.Name, v)
+		}
+		r, err := p.Fsck(env.Ctx)
+		if err != nil {
+			return err
+		}
+		for _, n := range r.Notes {
+			fmt.Fprintf(env.Stderr, "roster-task: %s: note: %s\n", p.Name, n)
+		}
+		if r.Clean() {
+			fmt.Fprintf(env.Stdout, "%s\tok\tversion %d, %d journal lines\n", p.Name, r.Version, r.Lines)
+			return nil
+		}
+		bad = true
+		for _, pr := range r.Problems {
+			fmt.Fprintf(env.Stdout, "%s\tproblem\t%s\n", p.Name, pr)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if bad {
+		return errs.WithHint(fmt.Errorf("fsck found problems"), "`roster-task fsck --rebuild WORKER` rebuilds tasks.json from the journal")
+	}
+	return nil
+}
+

@@ -24,8 +24,8 @@ const (
 
 // Eligibility is a task's derived state and the reason, in words.
 type Eligibility struct {
-	State string `json:"eligibility"`
-	Why   string `json:"why,omitempty"`
+	Status string `json:"eligibility"`
+	Why    string `json:"why,omitempty"`
 }
 
 // eligibility derives what the task's own fields and its dependencies say
@@ -158,13 +158,13 @@ func (p *Partition) classify(r *DueReport, f *File, now time.Time) *DueReport {
 		if t.State == Claimed {
 			r.LiveClaims++
 		}
-		if e.State == StateDue && len(r.Holds) > 0 {
+		if e.Status == StateDue && len(r.Holds) > 0 {
 			e = Eligibility{StateHeld, "held: " + strings.Join(r.Holds, ", ")}
 		}
-		if e.State == StateDue && t.Standing == Proactive && r.Budget.Over() {
+		if e.Status == StateDue && t.Standing == Proactive && r.Budget.Over() {
 			e = Eligibility{StateLate, "late (" + r.Budget.String() + ")"}
 		}
-		if e.State == StateDue {
+		if e.Status == StateDue {
 			r.Claimable = append(r.Claimable, *t)
 		}
 		if t.State == Pending && t.ScheduledAt != nil && t.ScheduledAt.After(now) {

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/tms"
+)
+
+// TemplateCmd groups the template verbs.
+type TemplateCmd struct {
+	Add  TemplateAddCmd  `cmd:"" help:"Save a template that files a task at each activation of a cron spec."`
+	Ls   TemplateLsCmd   `cmd:"" help:"List templates with their cursor and next activation."`
+	Rm   TemplateRmCmd   `cmd:"" help:"Retire a template."`
+	Next TemplateNextCmd `cmd:"" help:"The next activations of a template or spec, under roster's time rules."`
+}
+
+// TemplateAddCmd is `roster-task template add`.
+type TemplateAddCmd struct {
+	Worker   string   `arg:"" help:"The worker."`
+	ID       string   `arg:"" help:"The template's id (a lower-case letter, then a-z 0-9 _ -)."`
+	Text     []string `arg:"" help:"The text of the tasks it files; \"-\" reads it from stdin."`
+	Cron     string   `required:"" help:"Five cron fields or @hourly, @daily, @every DUR...; CRON_TZ=Zone prefix allowed." placeholder:"SPEC"`
+	Window   string   `help:"Skip an activation that cannot fire within DUR of its time (default: no bound)." placeholder:"DUR"`
+	CatchUp  string   `name:"catch-up" help:"After downtime: latest (fire the latest missed) or none." enum:"latest,none" default:"latest"`
+	Overlap  string   `help:"forbid (skip while a task of it is pending or claimed) or allow." enum:"forbid,allow" default:"forbid"`
+	Ceiling  string   `help:"Wall-clock limit of its runs (default: org.toml [ceilings] recurring)." placeholder:"DUR"`
+	Standing string   `help:"proactive (default) or owner." enum:"owner,proactive" default:"proactive"`
+	Priority int      `help:"Priority of the tasks it files." default:"0"`
+	Channel  string   `help:"The conversation its tasks belong to." placeholder:"CHAN"`
+}
+
+func (c *TemplateAddCmd) Run(g *cli.Globals, env *cli.Env) error {
+	p, err := openPartition(g, c.Worker)
+	if err != nil {
+		return err
+	}
+	text, err := readText(c.Text, env.Stdin)
+	if err != nil {
+		return err
+	}
+	t, err := p.AddTemplate(env.Ctx, tms.NewTemplate{ID: c.ID, Cron: c.Cron, Text: text, Standing: c.Standing,
+		Window: c.Window, CatchUp: c.CatchUp, Overlap: c.Overlap, Ceiling: c.Ceiling, Priority: c.Priority, Channel: c.Channel})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, t.ID)
+	return nil
+}
+
+type templateJSON struct {
+	Worker string `json:"worker"`
+	tms.Template
+	Next *time.Time `json:"next,omitempty"`
+}
+
+// TemplateLsCmd is `roster-task template ls`.
+type TemplateLsCmd struct {
+	Worker string `arg:"" optional:"" help:"Only this worker (default: every worker)."`
+	JSON   bool   `name:"json" help:"Print JSON Lines."`
+}
+
+func (c *TemplateLsCmd) Run(g *cli.Globals, env *cli.Env) error {
+	var rows [][]string
+	err := eachWorker(g, env, c.Worker, func(p *tms.Partition) error {
+		f, err := p.Read(env.Ctx)
+		if err != nil {
+			return err
+		}
+		now := p.Now()
+		for _, t := range f.Templates {
+			var next *time.Time
+			if acts, _, err := tms.PreviewTemplate(t.Cron, laterOf(now, t.Cursor), 1); err == nil && len(acts) > 0 {
+				n := acts[0].At
+				next = &n
+			}
+			if c.JSON {
+				if err := cli.JSONLine(env.Stdout, templateJSON{Worker: p.Name, Template: t, Next: next}); err != nil {
+					return err
+				}
+				continue
+			}
+			id := t.ID
+			if t.System {
+				id += " (system)"
+			}
+			rows = append(rows, []string{p.Name, id, t.Cron, t.Standing, t.Overlap, t.CatchUp, t.Window, fmtTime(t.Cursor), fmtTime(next), firstLine(t.Text, 40)})
+		}
+		return nil
+	})
+	if !c.JSON {
+		if terr := cli.Table(env.Stdout, []string{"WORKER", "ID", "CRON", "STANDING", "OVERLAP", "CATCH-UP", "WINDOW", "CURSOR", "NEXT", "TEXT"}, rows); terr != nil && err == nil {
+			err = terr
+		}
+	}
+	return err
+}
+
+func laterOf(now time.Time, c *time.Time) time.Time {
+	if c != nil && c.After(now) {
+		return *c
+	}
+	return now
+}
+
+// TemplateRmCmd is `roster-task template rm`.
+type TemplateRmCmd struct {
+	Worker string `arg:"" help:"The worker."`
+	ID     string `arg:"" help:"The template's id."`
+}
+
+func (c *TemplateRmCmd) Run(g *cli.Globals, env *cli.Env) error {
+	p, err := openPartition(g, c.Worker)
+	if err != nil {
+		return err
+	}
+	return p.RemoveTemplate(env.Ctx, c.ID, tms.ByOwner)
+}
+
+// TemplateNextCmd is `roster-task template next`.
+type TemplateNextCmd struct {
+	Worker string `arg:"" optional:"" help:"The worker whose template to preview."`
+	ID     string `arg:"" optional:"" help:"The template's id."`
+	Cron   string `help:"Preview this spec instead of a saved template." placeholder:"SPEC"`
+	After  string `help:"Start after TIME (RFC 3339, \"YYYY-MM-DD HH:MM\" local, +DUR; default: now)." placeholder:"TIME"`
+	N      int    `short:"n" help:"How many activations." default:"5"`
+	JSON   bool   `name:"json" help:"Print JSON Lines."`
+}
+
+func (c *TemplateNextCmd) Run(g *cli.Globals, env *cli.Env) error {
+	spec := c.Cron
+	now := time.Now()
+	switch {
+	case spec != "" && (c.Worker != "" || c.ID != ""):
+		return errs.New(errs.ErrUsage, "give either WORKER ID or --cron SPEC, not both")
+	case spec == "" && (c.Worker == "" || c.ID == ""):
+		return errs.New(errs.ErrUsage, "give WORKER ID (a saved template) or --cron SPEC")
+	case spec == "":
+		p, err := openPartition(g, c.Worker)
+		if err != nil {
+			return err
+		}
+		f, err := p.Read(env.Ctx)
+		if err != nil {
+			return err
+		}
+		t := f.Template(c.ID)
+		if t == nil {
+			return errs.New(errs.ErrNotFound, fmt.Sprintf("template %s: not found in worker %s", c.ID, c.Worker))
+		}
+		spec = t.Cron
+	}
+	after := now
+	if c.After != "" {
+		a, err := tms.ParseAt(c.After, now, time.Local)
+		if err != nil {
+			return err
+		}
+		after = a
+	}
+	if c.N < 1 || c.N > 10000 {
+		return errs.New(errs.ErrUsage, "-n must be between 1 and 10000")
+	}
+	acts, s, err := tms.PreviewTemplate(spec, after, c.N)
+	if err != nil {
+		return err
+	}
+	var rows [][]string
+	for _, a := range acts {
+		if c.JSON {
+			if err := cli.JSONLine(env.Stdout, map[string]any{"at": a.At, "local": a.Local.Format(time.RFC3339), "zone": a.Local.Format("MST"), "mark": a.Mark}); err != nil {
+				return err
+			}
+			continue
+		}
+		rows = append(rows, []string{a.Local.Format("Mon 2006-01-02 15:04:05 MST"), a.At.Format("2006-01-02 15:04:05Z"), markText(a.Mark)})
+	}
+	if c.JSON {
+		return nil
+	}
+	fmt.Fprintf(env.Stderr, "roster-task: %s in %s\n", strconv.Quote(spec), s.Location())
+	return cli.Table(env.Stdout, []string{"LOCAL", "UTC", "NOTE"}, rows)
+}
+
+func markText(m string) string {
+	switch m {
+	case "gap":
+		return "gap: the wall time does not exist; fires right after the jump"
+	case "overlap-first":
+		return "overlap: first of two occurrences"
+	case "overlap-repeat":
+		return "overlap: second occurrence (elapsed-time spec)"
+	}
+	return ""
+}
