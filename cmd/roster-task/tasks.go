@@ -641,4 +641,3 @@ func (c *FsckCmd) Run(g *cli.Globals, env *cli.Env) error {
 	}
 	return nil
 }
-
