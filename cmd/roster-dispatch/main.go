@@ -1,0 +1,80 @@
+// Command roster-dispatch is the dispatch loop (tools.md, "roster-dispatch";
+// `roster server start`): one per home, in the foreground, logging to
+// stderr. It claims due tasks and starts a detached `roster-box run` for
+// each; SIGTERM or SIGINT stops it (exit 0) and leaves the boxes running
+// for the next dispatcher to adopt.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/dispatch"
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/home"
+)
+
+// CLI is the grammar: one command, the loop.
+type CLI struct {
+	cli.Globals
+
+	Cap       int           `placeholder:"N" help:"Boxes at once, all workers together (default: org.toml [dispatch] cap)."`
+	Poll      time.Duration `placeholder:"DUR" help:"Longest sleep between ticks (default: org.toml [dispatch] poll, 2s)."`
+	Worker    []string      `short:"w" placeholder:"NAME" help:"Serve only this worker (repeatable; default: every worker)."`
+	Once      bool          `help:"Reclaim, run one tick, then exit."`
+	UntilIdle bool          `help:"Exit when nothing is claimable now and no box is live."`
+	NoWatch   bool          `help:"Do not watch the partitions for changes; wake only on timers and --poll (for comparison)."`
+	LogJSON   bool          `name:"log-json" help:"Log JSON lines instead of text."`
+}
+
+func (c *CLI) Run(g *cli.Globals, env *cli.Env) error {
+	h, err := g.OpenHome()
+	if err != nil {
+		return err
+	}
+	for _, w := range c.Worker {
+		if err := home.ValidWorker(w); err != nil {
+			return err
+		}
+	}
+	if c.Cap < 0 {
+		return errs.New(errs.ErrUsage, "--cap: want a number of boxes, 1 or more")
+	}
+	if c.Poll < 0 {
+		return errs.New(errs.ErrUsage, "--poll: want a positive duration")
+	}
+	org, err := config.LoadOrg(h)
+	if err != nil {
+		return err
+	}
+	for _, w := range org.Warnings {
+		env.Warn("%s", w)
+	}
+	lk, err := dispatch.Lock(h)
+	if err != nil {
+		return err
+	}
+	defer lk.Unlock()
+
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	var handler slog.Handler = slog.NewTextHandler(env.Stderr, opts)
+	if c.LogJSON {
+		handler = slog.NewJSONHandler(env.Stderr, opts)
+	}
+	ctx, stop := signal.NotifyContext(env.Ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	d := dispatch.New(dispatch.Options{Home: h, Cap: c.Cap, Poll: c.Poll, Workers: c.Worker,
+		Once: c.Once, UntilIdle: c.UntilIdle, NoWatch: c.NoWatch, Log: slog.New(handler)})
+	return d.Run(ctx)
+}
+
+func main() {
+	os.Exit(cli.MainEnv(&cli.Env{Name: "roster-dispatch", Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		Ctx: context.Background()}, &CLI{}, os.Args[1:]))
+}

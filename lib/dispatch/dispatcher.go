@@ -1,0 +1,174 @@
+package dispatch
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/tms"
+)
+
+// ReclaimEvery is how often the loop looks for claimed tasks whose box died.
+const ReclaimEvery = 30 * time.Second
+
+// Options configure a Dispatcher. Zero values take the org's settings.
+type Options struct {
+	Home       home.Home
+	Clock      tms.Clock           // time rules; nil: the system clock
+	Cap        int                 // boxes at once, all workers; 0: org [dispatch] cap
+	Poll       time.Duration       // longest sleep; 0: org [dispatch] poll
+	Workers    []string            // only these workers; nil: all
+	Once       bool                // one tick (and the start-up reclaim), then return
+	UntilIdle  bool                // return when nothing is claimable and no box is live
+	NoWatch    bool                // no fsnotify: wake only on timers and poll
+	Log        *slog.Logger        // nil: discard
+	Getenv     func(string) string // the environment, fixed at start (env: credentials); nil: os.Environ now
+	BoxProgram string              // roster-box; "": found with suite.Find
+	// Programs run by the daily jobs; "": found with suite.Find.
+	SnapProgram, RunsProgram string
+}
+
+// Dispatcher is one home's dispatch loop.
+type Dispatcher struct {
+	o      Options
+	h      home.Home
+	clock  tms.Clock
+	log    *slog.Logger
+	getenv func(string) string
+
+	org       *config.Org
+	bad       map[string]string // worker (or "org.toml") -> the error logged once
+	held      string            // the hold logged as started, "" when none
+	rr        int               // round-robin start
+	kick      chan struct{}     // a child exited, a job finished: look again
+	children  sync.Map          // run id -> struct{} while our `roster-box run` child lives
+	dailyBusy sync.WaitGroup
+	dailyMu   sync.Mutex
+	dailyRun  bool
+}
+
+// New returns a dispatcher for o.Home. It does not take the lock: call
+// Lock first and keep it for as long as Run runs.
+func New(o Options) *Dispatcher {
+	d := &Dispatcher{o: o, h: o.Home, clock: o.Clock, log: o.Log, getenv: o.Getenv,
+		bad: map[string]string{}, kick: make(chan struct{}, 1)}
+	if d.clock == nil {
+		d.clock = tms.SystemClock{}
+	}
+	if d.log == nil {
+		d.log = slog.New(slog.DiscardHandler)
+	}
+	if d.getenv == nil {
+		env := map[string]string{}
+		for _, kv := range os.Environ() {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				env[k] = v
+			}
+		}
+		d.getenv = func(k string) string { return env[k] }
+	}
+	return d
+}
+
+func (d *Dispatcher) wake() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// logOnce logs a worker's (or org.toml's) problem the first time it is
+// seen, and again only after it has cleared and come back.
+func (d *Dispatcher) logOnce(key string, err error) {
+	msg := err.Error()
+	if d.bad[key] == msg {
+		return
+	}
+	if d.bad[key] == "" {
+		d.log.Error("skipping until it can be read", "worker", key, "err", msg)
+	} else {
+		d.log.Error("still skipping", "worker", key, "err", msg)
+	}
+	d.bad[key] = msg
+}
+
+func (d *Dispatcher) clearBad(key string) {
+	if _, ok := d.bad[key]; ok {
+		delete(d.bad, key)
+		d.log.Info("readable again", "worker", key)
+	}
+}
+
+// loadOrg re-reads org.toml every tick; an unreadable one keeps the last
+// good settings (logged once).
+func (d *Dispatcher) loadOrg() *config.Org {
+	org, err := config.LoadOrg(d.h)
+	if err != nil {
+		d.logOnce("org.toml", err)
+		return d.org
+	}
+	d.clearBad("org.toml")
+	d.org = org
+	return org
+}
+
+func (d *Dispatcher) cap(org *config.Org) int {
+	if d.o.Cap > 0 {
+		return d.o.Cap
+	}
+	return org.Dispatch.Cap
+}
+
+func (d *Dispatcher) poll() time.Duration {
+	if d.o.Poll > 0 {
+		return d.o.Poll
+	}
+	if d.org != nil && d.org.Dispatch.Poll > 0 {
+		return d.org.Dispatch.Poll
+	}
+	return 2 * time.Second
+}
+
+// workers lists the workers of the home (all of them, sorted) and says
+// which this dispatcher serves.
+func (d *Dispatcher) workers() (all []string, served map[string]bool, err error) {
+	all, err = config.ListWorkers(d.h)
+	if err != nil {
+		return nil, nil, err
+	}
+	served = map[string]bool{}
+	if d.o.Workers == nil {
+		for _, w := range all {
+			served[w] = true
+		}
+		return all, served, nil
+	}
+	exists := map[string]bool{}
+	for _, w := range all {
+		exists[w] = true
+	}
+	for _, w := range d.o.Workers {
+		if exists[w] {
+			served[w] = true
+			d.clearBad(w)
+		} else {
+			d.logOnce(w, errors.New("no such worker (no spec in workers/)"))
+		}
+	}
+	return all, served, nil
+}
+
+// open loads a worker's spec and opens its partition.
+func (d *Dispatcher) open(org *config.Org, w string) (*tms.Partition, *config.Worker, error) {
+	spec, err := config.LoadWorker(d.h, w)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := tms.Open(d.h, w, tms.Options{Clock: d.clock, Org: org, Worker: spec, Getenv: d.getenv})
+	return p, spec, err
+}

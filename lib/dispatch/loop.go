@@ -1,0 +1,87 @@
+package dispatch
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Run is the loop: reclaim at start-up, then tick; between ticks sleep
+// until the earliest of poll, the next activation or scheduled_at, the
+// next reclaim (every 30 s), a change in a watched folder, or a child's
+// exit. It returns nil when ctx ends (SIGTERM: stop claiming, leave the
+// boxes running), after one tick with Once, and when idle with UntilIdle.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	var events <-chan fsnotify.Event
+	var w *watcher
+	if !d.o.NoWatch {
+		var err error
+		if w, err = newWatcher(d); err != nil {
+			d.log.Warn("no change notifications; waking on timers and poll only", "err", err)
+		} else {
+			defer w.close()
+			events = w.events()
+		}
+	}
+	d.log.Info("dispatcher started", "home", d.h.Dir, "pid", os.Getpid(), "watch", w != nil)
+	d.Reclaim(ctx)
+	lastReclaim := time.Now()
+	for {
+		if ctx.Err() != nil {
+			d.log.Info("stopping; live boxes keep running")
+			return nil
+		}
+		if w != nil {
+			w.sync()
+		}
+		rep := d.Tick(ctx)
+		if time.Since(lastReclaim) >= ReclaimEvery {
+			d.Reclaim(ctx)
+			lastReclaim = time.Now()
+		}
+		d.maybeDaily(ctx)
+		if d.o.Once || (d.o.UntilIdle && rep.Idle()) {
+			d.WaitDaily()
+			if d.o.UntilIdle {
+				d.log.Info("idle: nothing claimable and no box live")
+			}
+			return nil
+		}
+		sleep := d.poll()
+		if !rep.Next.IsZero() {
+			if s := rep.Next.Sub(d.clock.Now()) + 5*time.Millisecond; s < sleep {
+				sleep = max(s, 0)
+			}
+		}
+		if s := ReclaimEvery - time.Since(lastReclaim); s < sleep {
+			sleep = max(s, 0)
+		}
+		t := time.NewTimer(sleep)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		case <-d.kick:
+		case <-events:
+		}
+		t.Stop()
+		drain(events)
+	}
+}
+
+// drain swallows events that arrived together (a rename and a journal
+// append are one change), so one change is one tick.
+func drain(ch <-chan fsnotify.Event) {
+	if ch == nil {
+		return
+	}
+	time.Sleep(2 * time.Millisecond)
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+
+	"github.com/roster-sh/roster/lib/runs"
+	"github.com/roster-sh/roster/lib/tms"
+)
+
+// Reclaimed is a claimed task whose box was found dead.
+type Reclaimed struct {
+	Worker, Task, Run string
+	State             string // the task's new state: pending, or failed after the 3rd loss
+	Err               error
+}
+
+// Reclaim looks at every claimed task of the served workers: a live box
+// (box.json's supervisor running: pid, start time and boot id) is adopted
+// and left alone; a claim younger than tms.StartGrace without box.json is
+// left alone (its supervisor may still be starting); any other is dead:
+// `roster-box reap RUN`, then tms Reclaim (back to pending, or failed at
+// the third loss).
+func (d *Dispatcher) Reclaim(ctx context.Context) []Reclaimed {
+	org := d.loadOrg()
+	if org == nil {
+		return nil
+	}
+	all, served, err := d.workers()
+	if err != nil {
+		return nil
+	}
+	var out []Reclaimed
+	for _, w := range all {
+		if !served[w] {
+			continue
+		}
+		p, _, err := d.open(org, w)
+		if err != nil {
+			continue // logged by the tick
+		}
+		f, err := p.Read(ctx)
+		if err != nil {
+			continue
+		}
+		now := d.clock.Now()
+		for _, t := range f.Tasks {
+			if t.State != tms.Claimed || t.Claim == nil {
+				continue
+			}
+			run := t.Claim.Run
+			if d.isOurChild(run) {
+				continue // we started it and it has not exited
+			}
+			b, err := runs.ReadBoxInfo(p.W.Run(run))
+			noBox := errors.Is(err, fs.ErrNotExist)
+			switch {
+			case err == nil && b.Alive():
+				continue
+			case noBox && now.Sub(t.Claim.At) < tms.StartGrace:
+				continue
+			}
+			r := Reclaimed{Worker: w, Task: t.ID, Run: run}
+			if rerr := d.reap(ctx, run); rerr != nil {
+				if !noBox {
+					// A container may have outlived its supervisor: never
+					// requeue the task while it could still be running.
+					d.log.Error("reap failed; not reclaiming yet", "worker", w, "task", t.ID, "run", run, "err", rerr)
+					r.Err = rerr
+					out = append(out, r)
+					continue
+				}
+				d.log.Warn("reap failed; the run never started a box", "worker", w, "task", t.ID, "run", run, "err", rerr)
+			}
+			r.State, r.Err = p.Reclaim(ctx, t.ID, run, "supervisor lost")
+			if r.Err != nil {
+				d.log.Error("reclaim failed", "worker", w, "task", t.ID, "run", run, "err", r.Err)
+			} else {
+				d.log.Warn("reclaimed a task whose box died", "worker", w, "task", t.ID, "run", run, "now", r.State)
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
