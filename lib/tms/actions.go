@@ -123,7 +123,7 @@ func (t *txn) planAction(run, served string, a Action) (ActionResult, []Line, er
 			return res, nil, err
 		}
 		standing := Proactive
-		if task != nil && task.By == ByOwner && task.Kind == KindFiled {
+		if task != nil && task.By == ByOwner && task.Kind == KindFiled && task.Standing == Owner {
 			standing = Owner
 		}
 		nt := Task{Text: a.Text, Kind: KindFiled, Standing: standing, State: Pending, CreatedAt: t.now,

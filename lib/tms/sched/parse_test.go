@@ -235,3 +235,32 @@ func FuzzParseWindow(f *testing.F) {
 		}
 	})
 }
+
+// Where no zone transition is involved (UTC), the calendar rules are
+// plain cron: our Next agrees with robfig's own.
+func FuzzNextAgreesWithRobfigInUTC(f *testing.F) {
+	for i, s := range fuzzSpecs {
+		f.Add(s, int64(1772900000+i*86400*37+i*61))
+	}
+	f.Fuzz(func(t *testing.T, spec string, at int64) {
+		if at < 0 || at > 1<<34 || strings.Contains(spec, "TZ=") || strings.Contains(spec, "@every") {
+			return
+		}
+		s, err := Parse(spec, time.UTC)
+		if err != nil {
+			return
+		}
+		theirs, err := parser.Parse("CRON_TZ=UTC " + strings.TrimSpace(spec)) // robfig would read it in time.Local
+		if err != nil {
+			t.Fatalf("we accept %q, robfig refuses it: %v", spec, err)
+		}
+		after := time.Unix(at, 0).UTC()
+		want := theirs.Next(after)
+		if want.IsZero() {
+			return // robfig searches only five years
+		}
+		if got := s.Next(after); !got.Equal(want) {
+			t.Fatalf("%q Next(%v) = %v, robfig says %v", spec, after, got, want)
+		}
+	})
+}
