@@ -1,0 +1,38 @@
+// Command roster-box runs one governed box (tools.md, "roster-box"): the
+// supervisor the dispatcher starts for a claimed task, ad-hoc runs with
+// the terminal attached, and the commands that list, kill and clean up
+// boxes. It is the suite's one cgo binary (libcontainer, libseccomp) and
+// re-executes itself as the container's init; keep it small, runc copies
+// it for every box.
+package main
+
+import (
+	"os"
+
+	"github.com/opencontainers/runc/libcontainer"
+	_ "github.com/opencontainers/runc/libcontainer/nsenter"
+
+	"github.com/roster-sh/roster/lib/cli"
+)
+
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == "init" {
+		// The container's init: runs before main, after nsenter's nsexec().
+		libcontainer.Init()
+	}
+}
+
+// CLI is roster-box's grammar.
+type CLI struct {
+	cli.Globals
+
+	Run         RunCmd         `cmd:"" help:"Run a box: a claimed task (--task, --run; what the dispatcher runs) or ad hoc in the foreground."`
+	Ps          PsCmd          `cmd:"" help:"List the live boxes of every worker."`
+	Kill        KillCmd        `cmd:"" help:"End a live box now (recorded as ended error, note killed)."`
+	Reap        ReapCmd        `cmd:"" help:"After a dead supervisor: destroy a container that outlived it and record the run's end."`
+	Connections ConnectionsCmd `cmd:"" help:"List what each worker's boxes are given: store, locks, channel stores, granted folders."`
+}
+
+func main() {
+	os.Exit(cli.Main("roster-box", &CLI{}, os.Args[1:]))
+}

@@ -1,0 +1,353 @@
+package box
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/fsx"
+	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/outbox"
+	"github.com/roster-sh/roster/lib/runs"
+	"github.com/roster-sh/roster/lib/tms"
+)
+
+// PollEvery is how often the supervisor looks into the outbox and checks
+// the ceiling and idle limits.
+const PollEvery = 100 * time.Millisecond
+
+// Supervision is one run to supervise: the box, its task and its limits.
+type Supervision struct {
+	Spec     *Spec
+	Part     *tms.Partition // the worker's partition: actions and attestation
+	Task     *tms.Task      // nil for an ad-hoc run
+	Kind     string         // the task's kind, or "adhoc"
+	Briefing BriefingInput
+	Ceiling  time.Duration
+	Idle     time.Duration // 0 = off
+
+	// Attached runs the box in the foreground: stdin passed through,
+	// output copied to Stdout/Stderr as well as the transcript.
+	Attached       bool
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+
+	TranscriptMax int64
+	// Snapshot runs after the run and returns what run.json records
+	// (an id, "unchanged", "store busy", "snapshots unavailable", ...).
+	Snapshot func(ctx context.Context) string
+}
+
+// Supervise is `roster-box run`: it writes box.json and the run record,
+// re-checks the claim, compiles the briefing, runs the box to its end
+// (serving actions, enforcing the ceiling and idle), reads its usage,
+// destroys it, records and attests the run, and takes the snapshot. ctx
+// ending (SIGTERM: `roster-box kill`) kills the box; the run ends "error",
+// note "killed". It returns the final record and the box's exit.
+func (s *Supervision) Supervise(ctx context.Context) (*runs.Record, Exit, error) {
+	sp := s.Spec
+	started := time.Now()
+	rec := &runs.Record{ID: sp.Run, Worker: sp.Worker, Kind: s.Kind, Channel: sp.Channel,
+		StartedAt: started.UTC(), Report: runs.Report{Status: "none"}, Ceiling: fmtDur(s.Ceiling), Actions: []runs.ActionRecord{}}
+	taskID := ""
+	if s.Task != nil {
+		taskID = s.Task.ID
+		rec.Task, rec.Standing = s.Task.ID, s.Task.Standing
+	}
+	if err := fsx.MkdirDurable(sp.RunDir, 0o755); err != nil {
+		return nil, Exit{}, fmt.Errorf("run folder: %w", err)
+	}
+	info, err := runs.SelfBoxInfo(sp.Worker, sp.Run, taskID, started)
+	if err != nil {
+		return nil, Exit{}, err
+	}
+	if err := runs.WriteBoxInfo(sp.RunDir, info); err != nil {
+		return nil, Exit{}, err
+	}
+	defer os.Remove(home.BoxJSON(sp.RunDir))
+	if err := runs.WriteRecord(sp.RunDir, rec); err != nil {
+		return nil, Exit{}, err
+	}
+	ev := runs.Evidence{Report: "none"}
+	end := func(ended, note string) {
+		now := time.Now()
+		rec.EndedAt = ptr(now.UTC())
+		rec.Ended = ended
+		if ev.Note == "" {
+			ev.Note = note
+		}
+		rec.Cost.WallSeconds = now.Sub(started).Seconds()
+	}
+
+	if s.Task != nil {
+		ok, err := s.Part.StillClaimed(ctx, taskID, sp.Run)
+		if err != nil {
+			return rec, Exit{}, err
+		}
+		if !ok {
+			end("error", "claim gone before start")
+			rec.Attested, rec.Evidence = tms.AttestedCanceled, &ev
+			return rec, Exit{}, runs.WriteRecord(sp.RunDir, rec)
+		}
+	}
+
+	md, recall := CompileBriefing(s.Briefing)
+	if err := fsx.WriteFile(home.Briefing(sp.RunDir), md, 0o644); err != nil {
+		return rec, Exit{}, err
+	}
+	if err := fsx.WriteFile(home.Recall(sp.RunDir), recall, 0o644); err != nil {
+		return rec, Exit{}, err
+	}
+	if err := outbox.Make(home.Outbox(sp.RunDir)); err != nil {
+		return rec, Exit{}, err
+	}
+	ob, err := outbox.Open(home.Outbox(sp.RunDir))
+	if err != nil {
+		return rec, Exit{}, err
+	}
+	defer ob.Close()
+	tr, err := newTranscript(home.Transcript(sp.RunDir), s.TranscriptMax)
+	if err != nil {
+		return rec, Exit{}, err
+	}
+
+	// The box's output: one pipe (order kept) into the transcript, or two
+	// (stdout and stderr kept apart) teed to the terminal.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return rec, Exit{}, err
+	}
+	stdio := Stdio{Stdout: outW, Stderr: outW}
+	pumps := make(chan struct{}, 2)
+	var errR, errW *os.File
+	if s.Attached {
+		if errR, errW, err = os.Pipe(); err != nil {
+			return rec, Exit{}, err
+		}
+		stdio.Stdin, stdio.Stderr = s.Stdin, errW
+		go func() { pump(outR, tr, s.Stdout); pumps <- struct{}{} }()
+		go func() { pump(errR, tr, s.Stderr); pumps <- struct{}{} }()
+	} else {
+		go func() { pump(outR, tr); pumps <- struct{}{} }()
+		pumps <- struct{}{}
+	}
+
+	b, lerr := Launch(ctx, sp, md, stdio)
+	outW.Close()
+	if errW != nil {
+		errW.Close()
+	}
+	if lerr != nil {
+		<-pumps
+		<-pumps
+		tr.Close()
+		end("error", "box did not start: "+lerr.Error())
+		s.finish(ctx, rec, &ev)
+		return rec, Exit{Code: -1}, lerr
+	}
+
+	done := make(chan struct{})
+	var exit Exit
+	var werr error
+	go func() { exit, werr = b.Wait(); close(done) }()
+
+	ended, note := "", ""
+	deadline := time.Time{}
+	if s.Ceiling > 0 {
+		deadline = b.Started.Add(s.Ceiling)
+	}
+	lastAction := time.Now()
+	killing := false
+	kill := func(why, n string) {
+		if killing {
+			return
+		}
+		killing, ended, note = true, why, n
+		go b.Kill(Grace, done)
+	}
+	tick := time.NewTicker(PollEvery)
+	defer tick.Stop()
+loop:
+	for {
+		select {
+		case <-done:
+			break loop
+		case <-ctx.Done():
+			kill("error", "killed")
+		case <-tick.C:
+		}
+		if s.serveActions(ctx, ob, rec, &ev) {
+			lastAction = time.Now()
+		}
+		now := time.Now()
+		if !deadline.IsZero() && now.After(deadline) {
+			ev.Ceiling = true
+			kill("ceiling", "")
+		}
+		if s.Idle > 0 && now.Sub(tr.lastOutput()) > s.Idle && now.Sub(lastAction) > s.Idle {
+			kill("idle", fmt.Sprintf("no output and no action for %s", s.Idle))
+		}
+	}
+	s.serveActions(context.WithoutCancel(ctx), ob, rec, &ev) // what the box posted as it ended
+	cpu, mem := b.Usage()
+	if err := b.Destroy(); err != nil {
+		note = joinNote(note, "destroy: "+err.Error())
+	}
+	<-pumps
+	<-pumps
+	tr.Close()
+	if werr != nil && exit.Code < 0 {
+		note = joinNote(note, "wait: "+werr.Error())
+	}
+
+	rec.ExitCode, rec.Signal = ptr(exit.Code), exit.Signal
+	ev.Exit, ev.Signal = exit.Code, exit.Signal
+	rec.Cost.CPUSeconds, rec.Cost.MemoryPeakBytes = cpu, mem
+	if ended == "" {
+		ended = "done"
+		if exit.Code != 0 || exit.Signal != "" {
+			ended = "error"
+		}
+	}
+	end(ended, note)
+	s.finish(context.WithoutCancel(ctx), rec, &ev)
+	return rec, exit, nil
+}
+
+// finish attests the task, writes run.json, takes the snapshot and writes
+// run.json again with it.
+func (s *Supervision) finish(ctx context.Context, rec *runs.Record, ev *runs.Evidence) {
+	rec.Report.Status = ev.Report
+	if s.Task != nil {
+		verdict, err := s.Part.Attest(ctx, s.Task.ID, rec.ID, *ev)
+		if err != nil {
+			ev.Note = joinNote(ev.Note, "attest: "+err.Error())
+		}
+		rec.Attested = verdict
+		if verdict == tms.AttestedFailed {
+			tms.Judge(ev) // the same note ("no report") Attest journaled
+		}
+	}
+	rec.Evidence = ev
+	if err := runs.WriteRecord(s.Spec.RunDir, rec); err != nil {
+		return
+	}
+	rec.Snapshot = "snapshots unavailable"
+	if s.Snapshot != nil {
+		rec.Snapshot = s.Snapshot(ctx)
+	}
+	_ = runs.WriteRecord(s.Spec.RunDir, rec)
+}
+
+// serveActions answers everything new in the outbox; it reports whether
+// there was anything.
+func (s *Supervision) serveActions(ctx context.Context, ob *outbox.Reader, rec *runs.Record, ev *runs.Evidence) bool {
+	ents, err := ob.Poll()
+	if err != nil || len(ents) == 0 {
+		return false
+	}
+	served := ""
+	if s.Task != nil {
+		served = s.Task.ID
+	}
+	for _, e := range ents {
+		o := &outbox.Outcome{Outcome: "ok"}
+		kind := "invalid"
+		var res tms.ActionResult
+		var aerr error
+		if e.Err != nil {
+			// TODO(tms): a RefuseAction(run, served, n, reason) would journal the
+			// refusal's reason in its own field; until then it rides in the kind.
+			res, _ = s.Part.ApplyAction(ctx, rec.ID, served, tms.Action{N: e.N, Kind: "invalid (" + e.Err.Error() + ")"})
+			aerr = errs.New(errs.ErrUsage, e.Err.Error())
+		} else {
+			kind = e.Action.Kind
+			ta, cerr := toTMS(e.N, e.Action)
+			if cerr != nil {
+				res, aerr = s.Part.ApplyAction(ctx, rec.ID, served, tms.Action{N: e.N, Kind: "invalid (" + cerr.Error() + ")"})
+				aerr = cerr
+			} else {
+				res, aerr = s.Part.ApplyAction(ctx, rec.ID, served, ta)
+			}
+		}
+		o.Kind = kind
+		if aerr != nil {
+			o.Outcome, o.Code, o.Message = "refused", cli.Code(aerr), aerr.Error()
+			if o.Code == 0 {
+				o.Code = outbox.CodeFailed
+			}
+			for _, r := range res.Refused {
+				o.Refusals = append(o.Refusals, r.Entry+": "+r.Reason)
+			}
+			ev.RefusedActions++
+		} else {
+			o.Task, o.Gate, o.Version = res.Task, res.Gate, res.Version
+			switch kind {
+			case outbox.KindComplete:
+				ev.Report, ev.Reason, rec.Report = "complete", "", runs.Report{Status: "complete", Text: e.Action.Summary}
+			case outbox.KindFail:
+				ev.Report, ev.Reason, rec.Report = "fail", e.Action.Reason, runs.Report{Status: "fail", Text: e.Action.Reason}
+			}
+		}
+		outcome := "ok"
+		if !o.Ok() {
+			outcome = "refused: " + o.Message
+		}
+		rec.Actions = append(rec.Actions, runs.ActionRecord{N: e.N, Kind: kind, Outcome: outcome, Task: o.Task, Gate: o.Gate})
+		_ = ob.Answer(e, o)
+	}
+	_ = runs.WriteRecord(s.Spec.RunDir, rec)
+	return true
+}
+
+// toTMS turns a decoded outbox action into the TMS's form.
+func toTMS(n int, a *outbox.Action) (tms.Action, error) {
+	ta := tms.Action{N: n, Kind: a.Kind, At: a.At, After: a.After, Wake: a.Wake}
+	switch a.Kind {
+	case outbox.KindComplete:
+		ta.Text = a.Summary
+	case outbox.KindFail:
+		ta.Text = a.Reason
+	case outbox.KindFile:
+		ta.Text = a.Text
+	case outbox.KindPropose:
+		ta.Text = a.What
+	case outbox.KindSet:
+		in, err := tms.DecodeSet(a.Set)
+		if err != nil {
+			return ta, err
+		}
+		v := a.Version
+		in.Version = &v
+		ta.Set = in
+	}
+	return ta, nil
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func fmtDur(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
