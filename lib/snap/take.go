@@ -79,6 +79,9 @@ func open(ctx context.Context, w home.Worker, wait time.Duration) (*session, err
 		return nil, errs.WithHint(errs.New(errs.ErrNoHome, fmt.Sprintf("worker %q does not exist", w.Name)),
 			"add it with `roster worker add "+w.Name+"`")
 	}
+	if wait == noLock {
+		return openUnlocked(w)
+	}
 	if wait == 0 {
 		wait = DefaultWait
 	}
@@ -119,8 +122,29 @@ func open(ctx context.Context, w home.Worker, wait time.Duration) (*session, err
 	return s, nil
 }
 
+// noLock opens a session for reading only (ls, diff): no store lock.
+const noLock time.Duration = -2
+
+func openUnlocked(w home.Worker) (*session, error) {
+	s := &session{w: w, wdir: -1, snaps: -1}
+	var err error
+	if s.wdir, err = openDirAt(unix.AT_FDCWD, w.Dir); err != nil {
+		return nil, fmt.Errorf("open %s: %w", w.Dir, err)
+	}
+	if s.snaps, err = openDirAt(s.wdir, "store-snapshots"); err != nil {
+		if err != unix.ENOENT {
+			s.close()
+			return nil, fmt.Errorf("open %s: %w", w.Snapshots(), err)
+		}
+	}
+	return s, nil
+}
+
 // ids lists the complete snapshots, oldest first.
 func (s *session) ids() ([]string, error) {
+	if s.snaps < 0 {
+		return nil, nil
+	}
 	names, err := readNames(s.snaps, make([]byte, 8<<10), nil)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", s.w.Snapshots(), err)

@@ -1,0 +1,170 @@
+package snap
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/roster-sh/roster/lib/home"
+)
+
+// Info describes one complete snapshot (roster-snap ls).
+type Info struct {
+	ID       string    `json:"id"`
+	Label    string    `json:"label"`
+	TakenAt  time.Time `json:"taken_at"`
+	Files    int       `json:"files"`
+	Bytes    int64     `json:"bytes"`        // regular-file bytes as the snapshot holds them (each inode once)
+	Shared   int64     `json:"shared_bytes"` // bytes in inodes also linked from outside this snapshot
+	Own      int64     `json:"own_bytes"`    // bytes in inodes only this snapshot links: freed by deleting it
+	Unstable int       `json:"unstable"`
+	Skipped  int       `json:"skipped"`
+}
+
+// List describes worker w's complete snapshots, newest first. It takes
+// no lock: snapshots are only ever renamed into place whole.
+func List(ctx context.Context, w home.Worker) ([]Info, error) {
+	s, err := open(ctx, w, noLock)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	ids, err := s.ids()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Info, 0, len(ids))
+	for i := len(ids) - 1; i >= 0; i-- {
+		h, err := s.header(ids[i])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v: %w", w.SnapshotManifest(ids[i]), err, ErrBadManifest)
+		}
+		in := Info{ID: ids[i], Label: h.Label, TakenAt: h.TakenAt, Files: h.Files, Unstable: h.Unstable, Skipped: h.Skipped}
+		if err := s.usage(ids[i], &in); err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// IDs lists worker w's complete snapshots, oldest first.
+func IDs(w home.Worker) ([]string, error) {
+	s, err := open(context.Background(), w, noLock)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	return s.ids()
+}
+
+// usage counts a snapshot's bytes by inode: an inode whose links are all
+// inside the snapshot is its own, any other is shared.
+func (s *session) usage(id string, in *Info) error {
+	fd, err := openDirAt(s.snaps, id)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	type ino struct {
+		nlink uint64
+		names uint64
+		size  int64
+	}
+	seen := map[uint64]*ino{}
+	buf := make([]byte, 32<<10)
+	var walk func(dir int, depth int) error
+	walk = func(dir int, depth int) error {
+		names, err := readNames(dir, buf, nil)
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			if depth == 0 && n != home.SnapStoreDir && n != home.SnapChannelStoresDir {
+				continue
+			}
+			var st unix.Stat_t
+			if err := unix.Fstatat(dir, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return err
+			}
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFREG:
+				if i := seen[st.Ino]; i != nil {
+					i.names++
+				} else {
+					seen[st.Ino] = &ino{nlink: uint64(st.Nlink), names: 1, size: st.Size}
+				}
+			case unix.S_IFDIR:
+				sub, err := openDirAt(dir, n)
+				if err != nil {
+					return err
+				}
+				err = walk(sub, depth+1)
+				unix.Close(sub)
+				if err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(fd, 0); err != nil {
+		return fmt.Errorf("snapshot %s: %w", id, err)
+	}
+	for _, i := range seen {
+		in.Bytes += i.size
+		if i.names >= i.nlink {
+			in.Own += i.size
+		} else {
+			in.Shared += i.size
+		}
+	}
+	return nil
+}
+
+// Diff lists the changes from snapshot from to snapshot to (ids or unique
+// prefixes). from "" is the newest snapshot; to "" is the live store and
+// channel stores, walked without the lock (a look, not a record).
+func Diff(ctx context.Context, w home.Worker, from, to string) ([]Change, error) {
+	s, err := open(ctx, w, noLock)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	fromID, err := s.resolve(from)
+	if err != nil {
+		return nil, err
+	}
+	a, err := s.manifest(fromID)
+	if err != nil {
+		return nil, err
+	}
+	var cur []Entry
+	if to != "" {
+		toID, err := s.resolve(to)
+		if err != nil {
+			return nil, err
+		}
+		b, err := s.manifest(toID)
+		if err != nil {
+			return nil, err
+		}
+		cur = b.Entries
+	} else {
+		roots, closeRoots, err := s.roots()
+		defer closeRoots()
+		if err != nil {
+			return nil, err
+		}
+		wk := newWalker(nil, false, true)
+		for _, r := range roots {
+			if err := wk.root(r.fd, r.path, r.store, -1, "", -1); err != nil {
+				return nil, err
+			}
+		}
+		cur = wk.entries
+	}
+	return compare(a.Entries, index(a.Entries), cur, false), nil
+}

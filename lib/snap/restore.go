@@ -1,0 +1,445 @@
+package snap
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/runs"
+)
+
+// RestoreOptions choose what a restore does.
+type RestoreOptions struct {
+	Options
+	From    string // snapshot id or unique prefix; "" = the newest
+	Channel string // restore only this channel's store ("" = the store and every channel store in the snapshot)
+	DryRun  bool   // only list the changes the restore would make
+	Force   bool   // restore even while a box of the worker is live
+}
+
+// RestoreResult is what a restore did (or, dry, would do).
+type RestoreResult struct {
+	From       string   // the snapshot restored
+	PreRestore string   // the snapshot of the state before (the undo); "" on a dry run
+	Changes    []Change // the changes to the live trees
+	Trashed    []string // old trees kept in .trash/ because a box was live
+}
+
+// resolve picks the snapshot a prefix names (the newest for "").
+func (s *session) resolve(prefix string) (string, error) {
+	ids, err := s.ids()
+	if err != nil {
+		return "", err
+	}
+	if len(ids) == 0 {
+		return "", errs.WithHint(errs.New(errs.ErrNotFound, fmt.Sprintf("worker %q has no snapshots", s.w.Name)),
+			"take one with `roster-snap take "+s.w.Name+"`")
+	}
+	if prefix == "" {
+		return ids[len(ids)-1], nil
+	}
+	return home.Resolve("snapshot", prefix, ids)
+}
+
+// restoreTree is one live tree a restore replaces.
+type restoreTree struct {
+	path    string // in the snapshot: "store" or "channel-stores/ENC"
+	parent  int    // the live tree's parent folder (not owned)
+	name    string // the live tree's name in parent
+	entries []Entry
+	staging string
+}
+
+// Restore replaces worker w's store (and channel stores) with a snapshot's
+// copy (store.md, "Restore"), under the store lock held exclusively.
+func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreResult, error) {
+	s, err := open(ctx, w, opt.Wait)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	from, err := s.resolve(opt.From)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.manifest(from)
+	if err != nil {
+		return nil, err
+	}
+	res := &RestoreResult{From: from}
+	trees, closeTrees, err := s.restoreTrees(m, opt.Channel)
+	defer closeTrees()
+	if err != nil {
+		return nil, err
+	}
+	live, err := s.liveEntries(trees)
+	if err != nil {
+		return nil, err
+	}
+	var want []Entry
+	for _, t := range trees {
+		want = append(want, t.entries...)
+	}
+	res.Changes = compare(live, index(live), want, true)
+	if opt.DryRun {
+		return res, nil
+	}
+	boxes, err := runs.LiveBoxes(w)
+	if err != nil {
+		return nil, fmt.Errorf("worker %q: check for live boxes: %w", w.Name, err)
+	}
+	if len(boxes) > 0 && !opt.Force {
+		return nil, errs.WithHint(errs.New(errs.ErrConflict, fmt.Sprintf("worker %q has a live box (run %s): refusing to restore under it", w.Name, boxes[0].Run)),
+			"wait for the run to end, or use --force (the box keeps the old tree until it ends)")
+	}
+	if err := s.cleanup(); err != nil {
+		return nil, err
+	}
+	pre, err := s.take(ctx, &opt.Options, LabelPreRestore, true)
+	if err != nil {
+		return nil, fmt.Errorf("pre-restore snapshot: %w", err)
+	}
+	res.PreRestore = pre.ID
+	for i := range trees {
+		t := &trees[i]
+		t.staging = home.RestorePrefix + from + "-" + strconv.Itoa(i)
+		if err := s.stage(t, from, opt.Progress); err != nil {
+			removeAt(s.wdir, t.staging)
+			return res, err
+		}
+		kept, err := s.swap(t, from, len(boxes) > 0)
+		if err != nil {
+			return res, err
+		}
+		if kept != "" {
+			res.Trashed = append(res.Trashed, kept)
+		}
+	}
+	return res, nil
+}
+
+// restoreTrees picks the trees to restore from manifest m and opens their
+// live parents.
+func (s *session) restoreTrees(m *Manifest, channel string) ([]restoreTree, func(), error) {
+	var fds []int
+	done := func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+	var paths []string
+	if channel != "" {
+		enc, err := home.EncodeChannel(channel)
+		if err != nil {
+			return nil, done, err
+		}
+		paths = []string{home.SnapChannelStoresDir + "/" + enc}
+	} else {
+		for i := range m.Entries {
+			p := m.Entries[i].Path
+			if p == home.SnapStoreDir || (strings.HasPrefix(p, home.SnapChannelStoresDir+"/") && strings.Count(p, "/") == 1) {
+				paths = append(paths, p)
+			}
+		}
+	}
+	byRoot := map[string]int{}
+	trees := make([]restoreTree, len(paths))
+	for i, p := range paths {
+		trees[i].path = p
+		byRoot[p] = i
+	}
+	for _, e := range m.Entries {
+		r := e.Path
+		if strings.HasPrefix(r, home.SnapChannelStoresDir+"/") {
+			if j := strings.IndexByte(r[len(home.SnapChannelStoresDir)+1:], '/'); j >= 0 {
+				r = r[:len(home.SnapChannelStoresDir)+1+j]
+			}
+		} else if j := strings.IndexByte(r, '/'); j >= 0 {
+			r = r[:j]
+		}
+		if i, ok := byRoot[r]; ok {
+			trees[i].entries = append(trees[i].entries, e)
+		}
+	}
+	for i := range trees {
+		t := &trees[i]
+		if len(t.entries) == 0 || t.entries[0].Path != t.path || t.entries[0].Type != TypeDir {
+			return nil, done, errs.New(errs.ErrNotFound, fmt.Sprintf("snapshot %s has no %s", m.Header.ID, t.path))
+		}
+		if t.path == home.SnapStoreDir {
+			t.parent, t.name = s.wdir, home.SnapStoreDir
+			continue
+		}
+		if err := unix.Mkdirat(s.wdir, home.SnapChannelStoresDir, 0o755); err != nil && err != unix.EEXIST {
+			return nil, done, err
+		}
+		fd, err := openDirAt(s.wdir, home.SnapChannelStoresDir)
+		if err != nil {
+			return nil, done, err
+		}
+		fds = append(fds, fd)
+		t.parent, t.name = fd, t.path[len(home.SnapChannelStoresDir)+1:]
+	}
+	return trees, done, nil
+}
+
+// liveEntries walks the live trees a restore would replace.
+func (s *session) liveEntries(trees []restoreTree) ([]Entry, error) {
+	w := newWalker(nil, false, true)
+	for _, t := range trees {
+		fd, err := openDirAt(t.parent, t.name)
+		if err == unix.ENOENT {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", t.path, err)
+		}
+		err = w.root(fd, t.path, t.path == home.SnapStoreDir, -1, "", -1)
+		unix.Close(fd)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return w.entries, nil
+}
+
+// stage copies tree t out of snapshot from into a new staging folder in
+// the worker's folder: new inodes only (hardlinks kept within the tree),
+// with the manifest's owners, modes and times applied on descriptors.
+func (s *session) stage(t *restoreTree, from string, progress func(int)) error {
+	snap, err := openDirAt(s.snaps, from)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(snap)
+	src, err := openPath(snap, t.path)
+	if err != nil {
+		return fmt.Errorf("snapshot %s: open %s: %w", from, t.path, err)
+	}
+	if err := unix.Mkdirat(s.wdir, t.staging, 0o700); err != nil {
+		unix.Close(src)
+		return fmt.Errorf("make %s: %w", t.staging, err)
+	}
+	dst, err := openDirAt(s.wdir, t.staging)
+	if err != nil {
+		unix.Close(src)
+		return err
+	}
+	type level struct {
+		path     string
+		src, dst int
+		e        *Entry
+	}
+	stack := []level{{path: t.path, src: src, dst: dst, e: &t.entries[0]}}
+	var buf []byte
+	groups := map[int]string{} // hardlink group -> path within the tree
+	closeLevel := func(l level) error {
+		err := applyMeta(l.dst, l.e, l.e.Mtime)
+		unix.Close(l.src)
+		unix.Close(l.dst)
+		return err
+	}
+	fail := func(err error) error {
+		for i := len(stack) - 1; i >= 0; i-- {
+			unix.Close(stack[i].src)
+			unix.Close(stack[i].dst)
+		}
+		return err
+	}
+	if t.path == home.SnapStoreDir {
+		if err := s.makeLocksMount(dst); err != nil {
+			return fail(err)
+		}
+	}
+	for i := 1; i < len(t.entries); i++ {
+		e := &t.entries[i]
+		if progress != nil {
+			progress(1)
+		}
+		slash := strings.LastIndexByte(e.Path, '/')
+		parent, name := e.Path[:slash], e.Path[slash+1:]
+		for len(stack) > 1 && stack[len(stack)-1].path != parent {
+			if err := closeLevel(stack[len(stack)-1]); err != nil {
+				stack = stack[:len(stack)-1]
+				return fail(fmt.Errorf("restore %s: %w", EscapeName(parent), err))
+			}
+			stack = stack[:len(stack)-1]
+		}
+		top := stack[len(stack)-1]
+		if top.path != parent {
+			return fail(fmt.Errorf("%w: snapshot %s: %s is not in walk order", ErrBadManifest, from, EscapeName(e.Path)))
+		}
+		switch e.Type {
+		case TypeDir:
+			if err := unix.Mkdirat(top.dst, name, 0o700); err != nil {
+				return fail(fmt.Errorf("restore %s: %w", EscapeName(e.Path), err))
+			}
+			d, err := openDirAt(top.dst, name)
+			if err != nil {
+				return fail(err)
+			}
+			sfd, err := openDirAt(top.src, name)
+			if err != nil {
+				unix.Close(d)
+				return fail(fmt.Errorf("snapshot %s: %s: %w", from, EscapeName(e.Path), err))
+			}
+			stack = append(stack, level{path: e.Path, src: sfd, dst: d, e: e})
+		case TypeSymlink:
+			if err := unix.Symlinkat(e.Target, top.dst, name); err != nil {
+				return fail(fmt.Errorf("restore %s: %w", EscapeName(e.Path), err))
+			}
+			if err := applyLinkMeta(top.dst, name, e); err != nil {
+				return fail(fmt.Errorf("restore %s: %w", EscapeName(e.Path), err))
+			}
+		case TypeFile:
+			if first, ok := groups[e.Group]; ok && e.Group != 0 {
+				if err := unix.Linkat(dst, first, top.dst, name, 0); err == nil {
+					continue
+				}
+			}
+			if err := restoreFile(top.src, top.dst, name, e, &buf); err != nil {
+				return fail(fmt.Errorf("restore %s: %w", EscapeName(e.Path), err))
+			}
+			if e.Group != 0 {
+				if _, ok := groups[e.Group]; !ok {
+					groups[e.Group] = e.Path[len(t.path)+1:]
+				}
+			}
+		}
+	}
+	for len(stack) > 0 {
+		l := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if err := closeLevel(l); err != nil {
+			return fail(fmt.Errorf("restore %s: %w", EscapeName(l.path), err))
+		}
+	}
+	// dst was closed with the root level; sync through the worker folder.
+	if err := unix.Syncfs(s.wdir); err != nil {
+		return fmt.Errorf("sync restored tree: %w", err)
+	}
+	return nil
+}
+
+// makeLocksMount makes the store's .locks mount point in a restored store:
+// an empty folder with the owner and mode the live one has (root 0755 if
+// there is none).
+func (s *session) makeLocksMount(dst int) error {
+	uid, gid, mode := 0, 0, uint32(0o755)
+	var st unix.Stat_t
+	if live, err := openDirAt(s.wdir, home.SnapStoreDir); err == nil {
+		if unix.Fstatat(live, home.StoreLocksName, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			uid, gid, mode = int(st.Uid), int(st.Gid), st.Mode&0o7777
+		}
+		unix.Close(live)
+	}
+	if err := unix.Mkdirat(dst, home.StoreLocksName, 0o700); err != nil {
+		return fmt.Errorf("make %s: %w", home.StoreLocksName, err)
+	}
+	fd, err := openDirAt(dst, home.StoreLocksName)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := unix.Fchown(fd, uid, gid); err != nil {
+		return err
+	}
+	return unix.Fchmod(fd, mode)
+}
+
+// restoreFile copies one snapshot file into a new inode of the staging tree.
+func restoreFile(src, dst int, name string, e *Entry, buf *[]byte) error {
+	if copyFault != nil {
+		if err := copyFault(e.Path); err != nil {
+			return err
+		}
+	}
+	sfd, err := openRead(src, name)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(sfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(sfd, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("not a regular file in the snapshot")
+	}
+	dfd, err := unix.Openat(dst, name, openNewFlags, 0o600)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	if err := copyData(sfd, dfd, st.Size, buf); err != nil {
+		return err
+	}
+	return applyMeta(dfd, e, e.Mtime)
+}
+
+// openPath opens a folder below dir, one component at a time, never
+// following a symlink.
+func openPath(dir int, path string) (int, error) {
+	cur := dir
+	for _, c := range strings.Split(path, "/") {
+		fd, err := openDirAt(cur, c)
+		if cur != dir {
+			unix.Close(cur)
+		}
+		if err != nil {
+			return -1, err
+		}
+		cur = fd
+	}
+	return cur, nil
+}
+
+// swap puts the staged tree in place with one renameat2(RENAME_EXCHANGE)
+// and disposes of the old tree: deleted, or kept in .trash/ when a box
+// may still have it mounted. It returns the .trash name of a kept tree.
+func (s *session) swap(t *restoreTree, from string, boxLive bool) (string, error) {
+	err := unix.Renameat2(s.wdir, t.staging, t.parent, t.name, unix.RENAME_EXCHANGE)
+	if err == unix.ENOENT {
+		err = unix.Renameat2(s.wdir, t.staging, t.parent, t.name, unix.RENAME_NOREPLACE)
+		if err == nil {
+			return "", syncBoth(s.wdir, t.parent)
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("swap the restored %s into place: %w", t.path, err)
+	}
+	if err := syncBoth(s.wdir, t.parent); err != nil {
+		return "", err
+	}
+	if boxLive {
+		trash, err := s.trash()
+		if err != nil {
+			return "", err
+		}
+		defer unix.Close(trash)
+		name := oldTreePrefix + t.staging[len(home.RestorePrefix):]
+		if err := unix.Renameat(s.wdir, t.staging, trash, name); err != nil {
+			return "", fmt.Errorf("move the old %s to %s: %w", t.path, home.SnapTrash, err)
+		}
+		return name, syncBoth(s.wdir, trash)
+	}
+	if err := removeAt(s.wdir, t.staging); err != nil {
+		return "", fmt.Errorf("delete the old %s: %w", t.path, err)
+	}
+	return "", nil
+}
+
+func syncBoth(a, b int) error {
+	if err := unix.Fsync(a); err != nil {
+		return err
+	}
+	if a != b {
+		return unix.Fsync(b)
+	}
+	return nil
+}
