@@ -11,7 +11,8 @@ import (
 	"github.com/roster-sh/roster/lib/errs"
 )
 
-// Schedule is a parsed template spec, read in its zone.
+// Schedule is a parsed template spec, read in its zone. It never changes
+// after Parse and is safe for concurrent use.
 type Schedule struct {
 	spec  string
 	loc   *time.Location
