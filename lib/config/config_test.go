@@ -449,3 +449,8 @@ func TestParseDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestOrgWrongTypeNamesKeyAndType(t *testing.T) {
+	_, err := ParseOrg("org.toml", []byte("[storage]\nstore = 5\n"))
+	refused(t, err, "org.toml:2: storage.store: cannot use an integer here (want a table)")
+}

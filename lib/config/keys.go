@@ -89,7 +89,8 @@ func decodeError(file string, err error) error {
 		// a person wants the key, which Key() gives.
 		if i := strings.Index(msg, " into struct field "); i >= 0 {
 			if j := strings.LastIndex(msg, " of type "); j > i {
-				msg = "cannot use a " + strings.TrimPrefix(msg[:i], "cannot decode ") + " here (want " + goTypeWord(msg[j+len(" of type "):]) + ")"
+				got := strings.TrimPrefix(msg[:i], "cannot decode ")
+				msg = "cannot use " + article(got) + got + " here (want " + goTypeWord(msg[j+len(" of type "):]) + ")"
 			}
 		}
 		return specError(file, line, strings.Join(de.Key(), "."), msg)
@@ -111,4 +112,11 @@ func goTypeWord(t string) string {
 		return "an array"
 	}
 	return "a table"
+}
+
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an "
+	}
+	return "a "
 }
