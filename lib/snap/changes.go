@@ -160,8 +160,11 @@ func itemize(prev, cur *Entry, quick bool) string {
 		if prev.Mtime != cur.Mtime {
 			set(4, 't')
 		}
+		// A new ctime alone (same inode) is explained by a visible
+		// metadata change; otherwise it means the bytes may have changed.
+		meta := prev.Mode != cur.Mode || prev.UID != cur.UID || prev.GID != cur.GID
 		if prev.Size != cur.Size || prev.Mtime != cur.Mtime || prev.Unstable ||
-			(!quick && (prev.Ino != cur.Ino || prev.Ctime != cur.Ctime)) {
+			(!quick && (prev.Ino != cur.Ino || (prev.Ctime != cur.Ctime && !meta))) {
 			b[0] = '>'
 			changed = true
 		}

@@ -13,6 +13,10 @@ import (
 // copied; an error it returns fails the copy as a read error would.
 var copyFault func(path string) error
 
+// copyDuring, when set (tests only), runs after a file's bytes are copied
+// and before it is checked for changes: a box writing mid-copy.
+var copyDuring func(path string)
+
 // errRaced means a file changed identity (type or inode) between the stat
 // and the open: a box swapped it. The caller re-reads the entry.
 var errRaced = errors.New("changed while being read")

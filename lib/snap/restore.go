@@ -332,9 +332,11 @@ func (s *session) stage(t *restoreTree, from string, progress func(int)) error {
 func (s *session) makeLocksMount(dst int) error {
 	uid, gid, mode := 0, 0, uint32(0o755)
 	var st unix.Stat_t
+	haveTimes := false
 	if live, err := openDirAt(s.wdir, home.SnapStoreDir); err == nil {
 		if unix.Fstatat(live, home.StoreLocksName, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			uid, gid, mode = int(st.Uid), int(st.Gid), st.Mode&0o7777
+			haveTimes = true
 		}
 		unix.Close(live)
 	}
@@ -349,7 +351,13 @@ func (s *session) makeLocksMount(dst int) error {
 	if err := unix.Fchown(fd, uid, gid); err != nil {
 		return err
 	}
-	return unix.Fchmod(fd, mode)
+	if err := unix.Fchmod(fd, mode); err != nil {
+		return err
+	}
+	if haveTimes {
+		return futimens(fd, st.Atim.Nano(), st.Mtim.Nano())
+	}
+	return nil
 }
 
 // restoreFile copies one snapshot file into a new inode of the staging tree.

@@ -328,6 +328,9 @@ func (w *walker) copyFile(src, dst int, name string, e *Entry) error {
 		if err := copyData(sfd, dfd, before.Size, &w.copyBuf); err != nil {
 			return fmt.Errorf("copy %s: %w", EscapeName(e.Path), err)
 		}
+		if copyDuring != nil {
+			copyDuring(e.Path)
+		}
 		var after unix.Stat_t
 		if err := unix.Fstat(sfd, &after); err != nil {
 			return fmt.Errorf("stat %s: %w", EscapeName(e.Path), err)
