@@ -4,8 +4,10 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/roster-sh/roster/lib/config"
@@ -50,13 +52,25 @@ type Dispatcher struct {
 	dailyBusy sync.WaitGroup
 	dailyMu   sync.Mutex
 	dailyRun  bool
+
+	// What the last ticks read, and what changed since (see workerState).
+	cache    map[string]*workerState
+	dirty    map[string]bool
+	allDirty bool
+	watching bool
+	wasHeld  bool
+	lastFull time.Time
+	lastDay  string
+	wsync    bool        // the set of watched folders may have changed
+	lost     atomic.Bool // the watcher lost events: read everything again
 }
 
 // New returns a dispatcher for o.Home. It does not take the lock: call
 // Lock first and keep it for as long as Run runs.
 func New(o Options) *Dispatcher {
 	d := &Dispatcher{o: o, h: o.Home, clock: o.Clock, log: o.Log, getenv: o.Getenv,
-		bad: map[string]string{}, kick: make(chan struct{}, 1)}
+		bad: map[string]string{}, kick: make(chan struct{}, 1),
+		cache: map[string]*workerState{}, dirty: map[string]bool{}}
 	if d.clock == nil {
 		d.clock = tms.SystemClock{}
 	}
@@ -73,6 +87,24 @@ func New(o Options) *Dispatcher {
 		d.getenv = func(k string) string { return env[k] }
 	}
 	return d
+}
+
+// changed marks what a change notification for path touches: one worker
+// (its data folder or its spec), or everything.
+func (d *Dispatcher) changed(path string) {
+	if rel, err := filepath.Rel(d.h.DataWorkers(), path); err == nil && !strings.HasPrefix(rel, "..") && rel != "." {
+		d.dirty[strings.SplitN(rel, string(filepath.Separator), 2)[0]] = true
+		return
+	}
+	if rel, err := filepath.Rel(d.h.WorkersDir(), path); err == nil && !strings.HasPrefix(rel, "..") && rel != "." {
+		if w, ok := strings.CutSuffix(rel, ".toml"); ok && !strings.Contains(w, "/") {
+			d.dirty[w] = true
+			d.wsync = true
+			return
+		}
+	}
+	d.allDirty = true
+	d.wsync = true
 }
 
 func (d *Dispatcher) wake() {

@@ -23,6 +23,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		} else {
 			defer w.close()
 			events = w.events()
+			d.watching = true
 		}
 	}
 	d.log.Info("dispatcher started", "home", d.h.Dir, "pid", os.Getpid(), "watch", w != nil)
@@ -33,7 +34,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			d.log.Info("stopping; live boxes keep running")
 			return nil
 		}
-		if w != nil {
+		if w != nil && (d.wsync || time.Since(d.lastFull) >= FullEvery) {
+			d.wsync = false
 			w.sync()
 		}
 		rep := d.Tick(ctx)
@@ -63,23 +65,25 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		case <-ctx.Done():
 		case <-t.C:
 		case <-d.kick:
-		case <-events:
+		case ev := <-events:
+			d.changed(ev.Name)
 		}
 		t.Stop()
-		drain(events)
+		d.drain(events)
 	}
 }
 
 // drain swallows events that arrived together (a rename and a journal
 // append are one change), so one change is one tick.
-func drain(ch <-chan fsnotify.Event) {
+func (d *Dispatcher) drain(ch <-chan fsnotify.Event) {
 	if ch == nil {
 		return
 	}
 	time.Sleep(2 * time.Millisecond)
 	for {
 		select {
-		case <-ch:
+		case ev := <-ch:
+			d.changed(ev.Name)
 		default:
 			return
 		}

@@ -30,12 +30,68 @@ type TickReport struct {
 // Idle reports whether nothing is claimable now and no box is live.
 func (r *TickReport) Idle() bool { return r.Waiting == 0 && r.Live == 0 && len(r.Started) == 0 }
 
+// workerState is what the dispatcher last read of one worker. With
+// change notifications on, a worker is read again only when its folders
+// changed, its next activation or scheduled_at came, or on a full pass
+// (the day turned, a hold ended, or a minute passed), so an idle home with
+// many workers costs next to nothing.
 type workerState struct {
-	name string
-	p    *tms.Partition
-	spec *config.Worker
-	due  []tms.Task
-	live int
+	name   string
+	p      *tms.Partition
+	spec   *config.Worker
+	claims bool       // served and not paused: the dispatcher claims for it
+	due    []tms.Task // claimable, in claim order
+	live   int        // claimed tasks on disk
+	next   time.Time
+}
+
+// FullEvery bounds how long a cached read of a worker is trusted.
+const FullEvery = time.Minute
+
+// needFull says whether every worker must be read again this tick.
+func (d *Dispatcher) needFull(held string) bool {
+	day := d.Today()
+	full := !d.watching || d.allDirty || d.lost.Swap(false) || time.Since(d.lastFull) >= FullEvery || day != d.lastDay ||
+		(held == "" && d.wasHeld)
+	d.wasHeld = held != ""
+	if full {
+		d.allDirty, d.lastFull, d.lastDay = false, time.Now(), day
+		clear(d.dirty)
+	}
+	return full
+}
+
+// evaluate reads one worker: its spec, then (when the dispatcher claims
+// for it) fires its due activations and reads its claimable tasks; else
+// only counts its live claims, which count against the cap. Problems are
+// logged once; ok is false when the worker is skipped.
+func (d *Dispatcher) evaluate(ctx context.Context, org *config.Org, w string, served bool) (*workerState, bool) {
+	p, spec, err := d.open(org, w)
+	if err != nil {
+		if served {
+			d.logOnce(w, err)
+		}
+		return nil, false
+	}
+	ws := &workerState{name: w, p: p, spec: spec}
+	if !served || spec.Paused {
+		if n, err := p.LiveClaims(ctx); err == nil {
+			ws.live = n
+		}
+		return ws, true
+	}
+	if _, err := p.FireTemplates(ctx); err != nil {
+		d.logOnce(w, err)
+		return nil, false
+	}
+	due, err := p.Due(ctx)
+	if err != nil {
+		d.logOnce(w, err)
+		return nil, false
+	}
+	d.clearBad(w)
+	ws.claims, ws.due, ws.live, ws.next = true, due.Claimable, due.LiveClaims, due.Next
+	return ws, true
 }
 
 // Tick runs one round: for each served worker (paused and unreadable ones
@@ -56,44 +112,41 @@ func (d *Dispatcher) Tick(ctx context.Context) *TickReport {
 	}
 	d.clearBad("workers/")
 
+	held := d.checkHolds(org)
+	full := d.needFull(held)
 	var ready []*workerState
 	total := 0
+	seen := map[string]bool{}
 	for _, w := range all {
-		p, spec, err := d.open(org, w)
-		if err != nil {
-			if served[w] {
-				d.logOnce(w, err)
+		seen[w] = true
+		ws := d.cache[w]
+		if full || ws == nil || d.dirty[w] || (!ws.next.IsZero() && !d.clock.Now().Before(ws.next)) {
+			var ok bool
+			if ws, ok = d.evaluate(ctx, org, w, served[w]); !ok {
+				if ctx.Err() != nil {
+					return rep
+				}
+				delete(d.cache, w)
+				continue
 			}
-			continue
+			d.cache[w] = ws
 		}
-		if !served[w] || spec.Paused {
-			// Not ours to claim for, but its boxes count against the cap.
-			if n, err := p.LiveClaims(ctx); err == nil {
-				total += n
-			}
-			continue
+		delete(d.dirty, w)
+		total += ws.live
+		if !ws.next.IsZero() && (rep.Next.IsZero() || ws.next.Before(rep.Next)) {
+			rep.Next = ws.next
 		}
-		if _, err := p.FireTemplates(ctx); err != nil {
-			if ctx.Err() != nil {
-				return rep
-			}
-			d.logOnce(w, err)
-			continue
+		if ws.claims {
+			ready = append(ready, ws)
 		}
-		due, err := p.Due(ctx)
-		if err != nil {
-			d.logOnce(w, err)
-			continue
+	}
+	for w := range d.cache {
+		if !seen[w] {
+			delete(d.cache, w)
 		}
-		d.clearBad(w)
-		total += due.LiveClaims
-		if !due.Next.IsZero() && (rep.Next.IsZero() || due.Next.Before(rep.Next)) {
-			rep.Next = due.Next
-		}
-		ready = append(ready, &workerState{name: w, p: p, spec: spec, due: due.Claimable, live: due.LiveClaims})
 	}
 
-	rep.Held = d.checkHolds(org)
+	rep.Held = held
 	if rep.Held == "" && len(ready) > 0 {
 		rep.Started = d.claimRoundRobin(ctx, ready, d.cap(org)-total)
 		total += len(rep.Started)

@@ -25,8 +25,9 @@ func newWatcher(d *Dispatcher) (*watcher, error) {
 	}
 	w := &watcher{d: d, fw: fw, on: map[string]bool{}}
 	w.sync()
-	go func() { // errors (queue overflow) only mean "look again": the tick re-reads everything
+	go func() { // an error (queue overflow) means events were lost: read everything again
 		for range fw.Errors {
+			d.lost.Store(true)
 			d.wake()
 		}
 	}()
