@@ -14,8 +14,8 @@ import (
 type CLI struct {
 	cli.Globals
 
-	Init   InitCmd   `cmd:"" help:"Create data/ (mode 0700) and a commented org.toml in the home."`
-	Worker WorkerCmd `cmd:"" help:"Add, list, remove, pause and resume workers."`
+	Init     InitCmd   `cmd:"" help:"Create data/ (mode 0700) and a commented org.toml in the home."`
+	Worker   WorkerCmd `cmd:"" help:"Add, list, remove, pause and resume workers."`
 	TaskCmds `embed:""`
 }
 
