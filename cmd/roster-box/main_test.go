@@ -1,0 +1,147 @@
+package main
+
+// These tests run real boxes (root, cgroups): the test binary is the
+// container's init (main.go's init), and, with ROSTER_BOX_AS_MAIN=1, a
+// separate roster-box supervisor process. The static roster-task and
+// roster-lock are built once into a temp folder named by ROSTER_EXEC_PATH.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/runs"
+	"github.com/roster-sh/roster/lib/tms"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("ROSTER_BOX_AS_MAIN") == "1" {
+		main()
+		return
+	}
+	if os.Geteuid() == 0 {
+		dir, err := os.MkdirTemp("", "roster-box-test-bin-")
+		if err != nil {
+			panic(err)
+		}
+		cmd := exec.Command("go", "build", "-o", dir+"/", "../roster-task", "../roster-lock")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build roster-task: %v\n%s", err, out)
+			os.Exit(1)
+		}
+		os.Setenv("ROSTER_EXEC_PATH", dir)
+		os.Setenv("ROSTER_BOX_GRACE", "1s")
+		code := m.Run()
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("boxes need root and cgroups (CI runs as root)")
+	}
+}
+
+// fixture is a home with one worker, dobby.
+type fixture struct {
+	t    *testing.T
+	h    home.Home
+	w    home.Worker
+	uid  int
+	part *tms.Partition
+}
+
+func newFixture(t *testing.T, command []string, extra string) *fixture {
+	t.Helper()
+	needRoot(t)
+	h, _ := home.At(t.TempDir())
+	if err := h.InitData(); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := config.AddWorker(context.Background(), h, config.NewWorker{Name: "dobby", Command: command, Heartbeat: "off"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if extra != "" {
+		f, _ := os.OpenFile(h.SpecFile("dobby"), os.O_APPEND|os.O_WRONLY, 0)
+		f.WriteString("\n" + extra + "\n")
+		f.Close()
+	}
+	part, err := tms.Open(h, "dobby", tms.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{t: t, h: h, w: h.Worker("dobby"), uid: spec.UID, part: part}
+}
+
+// box runs roster-box in-process and returns its exit status and output.
+func (f *fixture) box(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	env := &cli.Env{Name: "roster-box", Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Ctx: context.Background()}
+	code := cli.MainEnv(env, &CLI{}, append([]string{"--home", f.h.Dir}, args...))
+	return code, out.String(), errb.String()
+}
+
+// claim files a task (by the owner) and claims it for a new run.
+func (f *fixture) claim(nt tms.NewTask) (task, run string) {
+	f.t.Helper()
+	ctx := context.Background()
+	tk, err := f.part.Add(ctx, nt)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	run = home.NewRunID(time.Now())
+	if _, err := f.part.Claim(ctx, tk.ID, run); err != nil {
+		f.t.Fatal(err)
+	}
+	return tk.ID, run
+}
+
+// dispatch runs a claimed task's box as the dispatcher would.
+func (f *fixture) dispatch(nt tms.NewTask) (*runs.Record, string) {
+	f.t.Helper()
+	task, run := f.claim(nt)
+	code, _, errb := f.box("run", "dobby", "--task", task, "--run", run)
+	if code != 0 {
+		f.t.Fatalf("roster-box run --task: exit %d: %s", code, errb)
+	}
+	rec, err := runs.ReadRecord(f.w.Run(run))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return rec, task
+}
+
+func (f *fixture) transcript(run string) string {
+	data, _ := os.ReadFile(home.Transcript(f.w.Run(run)))
+	return string(data)
+}
+
+// lastRun is the newest run's record.
+func (f *fixture) lastRun() *runs.Record {
+	f.t.Helper()
+	ents, _ := os.ReadDir(f.w.Runs())
+	if len(ents) == 0 {
+		f.t.Fatal("no run folder")
+	}
+	rec, err := runs.ReadRecord(filepath.Join(f.w.Runs(), ents[len(ents)-1].Name()))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return rec
+}
+
+func sh(script string) []string { return []string{"sh", "-c", script} }
