@@ -1,0 +1,212 @@
+package snap
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/runs"
+)
+
+// fillStore makes a store with owners, modes, times, nesting, symlinks,
+// a hardlink, an empty folder and awkward names.
+func fillStore(t *testing.T, s string, variant string) {
+	t.Helper()
+	write(t, filepath.Join(s, "notes.md"), "notes "+variant, 0o644)
+	write(t, filepath.Join(s, "secret"), "s3cr3t", 0o600)
+	write(t, filepath.Join(s, "repo/objects/ab/cdef"), "blob "+variant, 0o444)
+	write(t, filepath.Join(s, "repo/HEAD"), "ref: main", 0o664)
+	write(t, filepath.Join(s, "bin/tool"), "#!/bin/sh", 0o4755)
+	write(t, filepath.Join(s, "new\nline"), "nl", 0o644)
+	write(t, filepath.Join(s, "\xff\xfebin"), "raw", 0o644)
+	os.MkdirAll(filepath.Join(s, "empty"), 0o750)
+	os.Symlink("../notes.md", filepath.Join(s, "repo/link"))
+	os.Symlink("/etc/passwd", filepath.Join(s, "etc"))
+	os.Link(filepath.Join(s, "notes.md"), filepath.Join(s, "repo/notes-link"))
+	os.Chown(filepath.Join(s, "secret"), 200001, 200001)
+	os.Lchown(filepath.Join(s, "repo/link"), 200001, 200002)
+	os.Chown(filepath.Join(s, "repo"), 200001, 200001)
+	os.Chmod(filepath.Join(s, "bin/tool"), 0o4755)
+	when := time.Date(2024, 3, 1, 12, 0, 0, 123456789, time.UTC)
+	for _, p := range []string{"notes.md", "repo/objects/ab/cdef", "empty", "repo/objects/ab", "repo/objects"} {
+		os.Chtimes(filepath.Join(s, p), when, when)
+	}
+}
+
+func rsyncDiff(t *testing.T, a, b string) string {
+	t.Helper()
+	if _, err := exec.LookPath("rsync"); err != nil {
+		return ""
+	}
+	out, err := exec.Command("rsync", "-anci", "--delete", a+"/", b+"/").CombinedOutput()
+	if err != nil {
+		t.Fatalf("rsync: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// Restore A, then restore the pre-restore snapshot: the store is byte,
+// mode, owner and mtime identical to what it was.
+func TestRestoreUndoIsIdentical(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	s := w.Store()
+	fillStore(t, s, "A")
+	o := opts(10)
+	a := take(t, w, o)
+	stateA := treeState(t, s)
+	// Move on to state B.
+	write(t, filepath.Join(s, "notes.md"), "notes B, longer", 0o640)
+	os.RemoveAll(filepath.Join(s, "repo/objects"))
+	write(t, filepath.Join(s, "fresh/file"), "B only", 0o600)
+	os.Chmod(filepath.Join(s, "secret"), 0o640)
+	os.Remove(filepath.Join(s, "etc"))
+	os.Symlink("/etc/hostname", filepath.Join(s, "etc"))
+	stateB := treeState(t, s)
+	ref := filepath.Join(t.TempDir(), "ref")
+	if out, err := exec.Command("cp", "-a", s, ref).CombinedOutput(); err != nil {
+		t.Fatalf("cp -a: %v %s", err, out)
+	}
+	dry, err := Restore(context.Background(), w, RestoreOptions{Options: o, From: a.ID, DryRun: true})
+	if err != nil || len(dry.Changes) == 0 || dry.PreRestore != "" {
+		t.Fatalf("dry run: %+v %v", dry, err)
+	}
+	if treeState(t, s) != stateB {
+		t.Fatal("dry run changed the store")
+	}
+	r, err := Restore(context.Background(), w, RestoreOptions{Options: o, From: a.ID[:10]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := treeState(t, s); got != stateA {
+		t.Fatalf("restored store:\n%s\nwant\n%s", got, stateA)
+	}
+	if fi, err := os.Lstat(w.StoreLocksMount()); err != nil || !fi.IsDir() {
+		t.Fatal("restored store lacks its .locks mount point")
+	}
+	if h := readManifest(t, w.SnapshotManifest(r.PreRestore)).Header; h.Label != LabelPreRestore {
+		t.Fatalf("pre-restore snapshot labelled %q", h.Label)
+	}
+	if _, err := Restore(context.Background(), w, RestoreOptions{Options: o, From: r.PreRestore}); err != nil {
+		t.Fatal(err)
+	}
+	if got := treeState(t, s); got != stateB {
+		t.Fatalf("undone store:\n%s\nwant\n%s", got, stateB)
+	}
+	if out := rsyncDiff(t, ref, s); out != "" {
+		t.Fatalf("rsync -anci sees differences after undo:\n%s", out)
+	}
+	// No staging left behind.
+	ents, _ := os.ReadDir(w.Dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), home.RestorePrefix) {
+			t.Errorf("staging left: %s", e.Name())
+		}
+	}
+}
+
+// A live box refuses a restore (exit 13); --force keeps the old tree in
+// .trash/ until no box is live, then the next take deletes it.
+func TestRestoreRefusedWhileBoxLiveForceKeepsOldTree(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	write(t, filepath.Join(w.Store(), "f"), "one", 0o644)
+	o := opts(10)
+	a := take(t, w, o)
+	write(t, filepath.Join(w.Store(), "f"), "two", 0o644)
+	run := home.NewRunID(time.Now())
+	os.MkdirAll(w.Run(run), 0o755)
+	b, err := runs.SelfBoxInfo(w.Name, run, "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runs.WriteBoxInfo(w.Run(run), b); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Restore(context.Background(), w, RestoreOptions{Options: o, From: a.ID})
+	if !errors.Is(err, errs.ErrConflict) {
+		t.Fatalf("restore under a live box = %v, want conflict", err)
+	}
+	if string(mustRead(t, filepath.Join(w.Store(), "f"))) != "two" {
+		t.Fatal("refused restore changed the store")
+	}
+	r, err := Restore(context.Background(), w, RestoreOptions{Options: o, From: a.ID, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(mustRead(t, filepath.Join(w.Store(), "f"))) != "one" || len(r.Trashed) != 1 {
+		t.Fatalf("forced restore: %+v", r)
+	}
+	old := filepath.Join(w.Snapshots(), ".trash", r.Trashed[0])
+	if string(mustRead(t, filepath.Join(old, "f"))) != "two" {
+		t.Fatal("old tree not kept in .trash")
+	}
+	write(t, filepath.Join(w.Store(), "g"), "x", 0o644)
+	take(t, w, o)
+	if _, err := os.Stat(old); err != nil {
+		t.Fatal("old tree deleted while the box is live")
+	}
+	os.Remove(home.BoxJSON(w.Run(run)))
+	take(t, w, o) // unchanged, but cleans up
+	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("old tree not deleted once no box is live")
+	}
+}
+
+// A pre-restore snapshot is not counted against store.snapshots until the
+// next ordinary snapshot.
+func TestPreRestoreNotCountedUntilNextOrdinary(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	o := opts(2)
+	var ids []string
+	for i := 0; i < 2; i++ {
+		write(t, filepath.Join(w.Store(), "f"), strings.Repeat("v", i+1), 0o644)
+		ids = append(ids, take(t, w, o).ID)
+	}
+	write(t, filepath.Join(w.Store(), "f"), "current", 0o644)
+	r, err := Restore(context.Background(), w, RestoreOptions{Options: o, From: ids[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := IDs(w)
+	if strings.Join(got, " ") != strings.Join(append(ids, r.PreRestore), " ") {
+		t.Fatalf("after restore: %v", got)
+	}
+	write(t, filepath.Join(w.Store(), "f"), "next", 0o644)
+	c := take(t, w, o)
+	got, _ = IDs(w)
+	if strings.Join(got, " ") != r.PreRestore+" "+c.ID {
+		t.Fatalf("after the next ordinary snapshot: %v, want [%s %s]", got, r.PreRestore, c.ID)
+	}
+}
+
+func TestRestoreFromUnknownOrAmbiguous(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	o := opts(10)
+	_, err := Restore(context.Background(), w, RestoreOptions{Options: o})
+	if !errors.Is(err, errs.ErrNotFound) {
+		t.Fatalf("restore without snapshots = %v", err)
+	}
+	write(t, filepath.Join(w.Store(), "f"), "1", 0o644)
+	take(t, w, o)
+	write(t, filepath.Join(w.Store(), "f"), "22", 0o644)
+	take(t, w, o)
+	_, err = Restore(context.Background(), w, RestoreOptions{Options: o, From: "2026"})
+	var c *errs.Candidates
+	if !errors.As(err, &c) || len(c.IDs) != 2 {
+		t.Fatalf("ambiguous prefix = %v", err)
+	}
+	_, err = Restore(context.Background(), w, RestoreOptions{Options: o, From: "1999"})
+	if !errors.Is(err, errs.ErrNotFound) {
+		t.Fatalf("unknown prefix = %v", err)
+	}
+}
