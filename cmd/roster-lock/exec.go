@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -106,12 +107,15 @@ func runCommand(env *cli.Env, c *command) error {
 			files[i] = ^uintptr(0) // closed here: closed in the child too
 		}
 	}
+	// Pdeathsig (below) fires when the forking thread exits: pin this
+	// goroutine to its thread from here on (not earlier: a locked main
+	// goroutine makes every park above cost a thread hand-off).
+	runtime.LockOSThread()
 	pid, err := syscall.ForkExec(c.path, c.argv, &syscall.ProcAttr{
 		Env:   os.Environ(),
 		Files: files,
 		// If roster-lock dies (even by SIGKILL) the kernel drops the
-		// lock; the command must not go on outside it. (main keeps the
-		// forking thread alive for good: Pdeathsig follows the thread.)
+		// lock; the command must not go on outside it.
 		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM},
 	})
 	if err != nil {

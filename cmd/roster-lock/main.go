@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -69,9 +68,6 @@ func (w *waitFlag) Decode(ctx *kong.DecodeContext) error {
 }
 
 func main() {
-	// Pdeathsig (see runCommand) fires when the forking thread exits:
-	// keep the main goroutine, which forks, on one thread for good.
-	runtime.LockOSThread()
 	os.Exit(cli.Main("roster-lock", &CLI{}, os.Args[1:]))
 }
 
