@@ -430,9 +430,8 @@ func (c *SetCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	if in.Version != nil && *in.Version != c.Version {
-		return errs.New(errs.ErrUsage, fmt.Sprintf("the request says version %d but --version is %d", *in.Version, c.Version))
-	}
+	// --version is the version the writer read; a "version" in the
+	// request (a copied schedule.json) is ignored.
 	v := c.Version
 	in.Version = &v
 	res, err := p.SetTasks(env.Ctx, in, tms.ByOwner)
