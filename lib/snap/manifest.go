@@ -231,6 +231,9 @@ func ParseEntry(line []byte) (Entry, error) {
 	if err != nil {
 		return Entry{}, fmt.Errorf("%w: %v", ErrBadManifest, err)
 	}
+	if e.Type != TypeSymlink {
+		e.Target = "" // only symlinks have one
+	}
 	return e, nil
 }
 
