@@ -82,7 +82,7 @@ func TestManifestRoundTrip(t *testing.T) {
 
 func TestEscapeNameLikeRsync(t *testing.T) {
 	for in, want := range map[string]string{
-		"new\nline": `new\#012line`,
+		"new\nline":  `new\#012line`,
 		`back\#123x`: `back\#134#123x`,
 		"\xc3\xa9":   `\#303\#251`,
 		"t\tab":      "t\tab",
