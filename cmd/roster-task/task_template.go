@@ -126,7 +126,7 @@ type TemplateNextCmd struct {
 	ID     string `arg:"" optional:"" help:"The template's id."`
 	Cron   string `help:"Preview this spec instead of a saved template." placeholder:"SPEC"`
 	After  string `help:"Start after TIME (RFC 3339, \"YYYY-MM-DD HH:MM\" local, +DUR; default: now)." placeholder:"TIME"`
-	N      int    `short:"n" help:"How many activations." default:"5"`
+	N      int    `name:"count" short:"n" help:"How many activations." default:"5"`
 	JSON   bool   `name:"json" help:"Print JSON Lines."`
 }
 
