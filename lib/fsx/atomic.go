@@ -17,9 +17,19 @@ import (
 )
 
 // WriteFile atomically and durably replaces path with data: temporary file
-// beside it, fsync, rename over, fsync the folder (renameio does not).
+// beside it, fsync, rename over, fsync the folder (renameio does not). The
+// new file's mode is perm exactly: neither the umask nor the old file's
+// mode applies (renameio.WriteFile would keep the old mode).
 func WriteFile(path string, data []byte, perm os.FileMode) error {
-	if err := renameio.WriteFile(path, data, perm, renameio.WithStaticPermissions(perm)); err != nil {
+	t, err := renameio.NewPendingFile(path, renameio.WithStaticPermissions(perm))
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer t.Cleanup()
+	if _, err := t.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := t.CloseAtomicallyReplace(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return SyncDir(filepath.Dir(path))
