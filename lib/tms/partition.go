@@ -331,30 +331,32 @@ func (t *txn) commit() error {
 
 func (p *Partition) writeViews(f *File, now time.Time) error {
 	f.Format = Format
-	if err := fsx.WriteFile(p.W.TasksFile(), encodeFile(f, "", time.Time{}), 0o600); err != nil {
+	body := encodeEntries(f)
+	if err := fsx.WriteFile(p.W.TasksFile(), fileBytes(f, "", now, body), 0o600); err != nil {
 		return err
 	}
-	return fsx.WriteFile(p.W.Schedule(), encodeFile(f, p.Name, now), 0o644)
+	return fsx.WriteFile(p.W.Schedule(), fileBytes(f, p.Name, now, body), 0o644)
 }
 
-// encodeFile writes tasks.json (worker == "") or schedule.json with one
-// entry per line: readable by people and cheap to write.
+// encodeFile writes tasks.json (worker == "") or schedule.json.
 func encodeFile(f *File, worker string, now time.Time) []byte {
+	return fileBytes(f, worker, now, encodeEntries(f))
+}
+
+// encodeEntries encodes the tasks and templates arrays once, one entry per
+// line (readable by people, cheap to write), for both files.
+func encodeEntries(f *File) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "{\"format\":%d,\"version\":%d,", Format, f.Version)
-	if worker != "" {
-		w, _ := json.Marshal(worker)
-		n, _ := json.Marshal(now.UTC())
-		fmt.Fprintf(&b, "\"worker\":%s,\"now\":%s,", w, n)
-	}
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
 	b.WriteString("\n\"tasks\":[")
 	for i := range f.Tasks {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		b.WriteString("\n")
-		e, _ := json.Marshal(&f.Tasks[i])
-		b.Write(e)
+		enc.Encode(&f.Tasks[i])
+		b.Truncate(b.Len() - 1) // Encode's newline
 	}
 	b.WriteString("\n],\n\"templates\":[")
 	for i := range f.Templates {
@@ -362,10 +364,23 @@ func encodeFile(f *File, worker string, now time.Time) []byte {
 			b.WriteByte(',')
 		}
 		b.WriteString("\n")
-		e, _ := json.Marshal(&f.Templates[i])
-		b.Write(e)
+		enc.Encode(&f.Templates[i])
+		b.Truncate(b.Len() - 1)
 	}
 	b.WriteString("\n]}\n")
+	return b.Bytes()
+}
+
+func fileBytes(f *File, worker string, now time.Time, body []byte) []byte {
+	var b bytes.Buffer
+	b.Grow(len(body) + 128)
+	fmt.Fprintf(&b, "{\"format\":%d,\"version\":%d,", Format, f.Version)
+	if worker != "" {
+		w, _ := json.Marshal(worker)
+		n, _ := json.Marshal(now.UTC())
+		fmt.Fprintf(&b, "\"worker\":%s,\"now\":%s,", w, n)
+	}
+	b.Write(body)
 	return b.Bytes()
 }
 

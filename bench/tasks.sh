@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# bench/tasks.sh — roster-task add: wall time per invocation with 0, 1,000
+# and 10,000 pending tasks and with a 100,000-line journal, and the
+# throughput of 32 concurrent adders. Report only (never part of make test).
+# Targets (issue 3): median <= 10 ms at 1,000 pending, <= 50 ms at 10,000,
+# no growth with journal length. Uses ./bin/roster-task (make build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-$PWD/bin}
+RT=$BIN/roster-task
+[ -x "$RT" ] || { echo "bench/tasks.sh: build first (make build)" >&2; exit 1; }
+WORK=$(mktemp -d /var/tmp/roster-bench-tasks.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+
+python3 - "$RT" "$WORK" <<'PY'
+import json, os, statistics, subprocess, sys, time
+rt, work = sys.argv[1], sys.argv[2]
+
+def mkhome(name):
+    h = os.path.join(work, name)
+    subprocess.run([rt, "--home", h, "init"], check=True, capture_output=True)
+    subprocess.run([rt, "--home", h, "worker", "add", "w", "--heartbeat", "off"], check=True, capture_output=True)
+    return h
+
+def task(i, state="pending"):
+    return {"id": "t-2026-01-01-00-00-00-%04d" % i if i < 10000 else "t-2026-01-02-00-00-00-%04d" % (i - 10000),
+            "text": "benchmark task number %d with a sentence of ordinary length" % i,
+            "kind": "filed", "standing": "owner", "state": state,
+            "created_at": "2026-01-01T00:00:00Z", "priority": 0, "by": "owner", "attempts": 0}
+
+def seed(h, pending, journal_lines):
+    """Write a consistent partition: `pending` tasks filed, then filed+canceled
+    pairs until the journal has `journal_lines` lines."""
+    d = os.path.join(h, "data", "workers", "w", "tasks")
+    os.makedirs(d, exist_ok=True)
+    seq = 0
+    with open(os.path.join(d, "journal.jsonl"), "w") as j:
+        def line(ev, rec):
+            nonlocal seq
+            seq += 1
+            j.write(json.dumps({"seq": seq, "version": seq, "at": "2026-01-01T00:00:00Z", "event": ev,
+                                "task": rec["id"], "by": "owner", "records": [rec]}, separators=(",", ":")) + "\n")
+        tasks = []
+        for i in range(pending):
+            t = task(i); tasks.append(t); line("filed", dict(t, entry="task"))
+        k = 20000
+        while seq + 2 <= journal_lines:
+            t = task(k); k += 1
+            line("filed", dict(t, entry="task"))
+            line("canceled", dict(t, entry="task", removed=True, state="canceled"))
+    with open(os.path.join(d, "tasks.json"), "w") as f:
+        f.write(json.dumps({"format": 1, "version": seq, "tasks": tasks, "templates": []}))
+
+def time_adds(h, n=15):
+    ts = []
+    for i in range(n):
+        t0 = time.perf_counter()
+        subprocess.run([rt, "--home", h, "add", "w", "bench add %d" % i], check=True, capture_output=True)
+        ts.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(ts), min(ts), max(ts)
+
+rows = []
+for name, pending, lines in [("0 pending", 0, 0), ("1,000 pending", 1000, 1000),
+                             ("10,000 pending", 10000, 10000), ("10 pending, 100,000-line journal", 10, 100000)]:
+    h = mkhome(name.replace(" ", "_").replace(",", ""))
+    seed(h, pending, lines)
+    med, lo, hi = time_adds(h)
+    rows.append((name, med, lo, hi))
+print("roster-task add, wall time per invocation (ms; 15 runs)")
+print("%-36s %8s %8s %8s" % ("partition", "median", "min", "max"))
+for r in rows:
+    print("%-36s %8.1f %8.1f %8.1f" % r)
+base = rows[0][1]
+print("ratio 100,000-line journal / empty partition: %.2f (no growth = ~1)" % (rows[3][1] / base))
+print("targets: <= 10 ms at 1,000 pending (%s), <= 50 ms at 10,000 (%s)" %
+      ("met" if rows[1][1] <= 10 else "missed", "met" if rows[2][1] <= 50 else "missed"))
+
+# 32 concurrent adders, 25 adds each, on one partition.
+h = mkhome("concurrent")
+script = 'for i in $(seq 25); do "%s" --home "%s" add w "c $i" >/dev/null || exit 1; done' % (rt, h)
+t0 = time.perf_counter()
+procs = [subprocess.Popen(["bash", "-c", script]) for _ in range(32)]
+ok = all(p.wait() == 0 for p in procs)
+dt = time.perf_counter() - t0
+print("32 concurrent adders x 25 adds: %d adds in %.2f s = %.0f adds/s (%s)" % (800, dt, 800 / dt, "all ok" if ok else "FAILURES"))
+PY
