@@ -43,7 +43,7 @@ func TestHostAttestsTheOutcome(t *testing.T) {
 		{"exit 0 without a report", "true", "", tms.AttestedFailed, "done", "none", "no report", "", false},
 		{"exit 3 after complete", "roster-task complete; exit 3", "", tms.AttestedFailed, "error", "complete", "", "", false},
 		{"fail with a reason", "roster-task fail 'the disk is full'", "", tms.AttestedFailed, "done", "fail", "", "the disk is full", false},
-		{"ceiling", "sleep 1000 & sleep 1000 & roster-task complete; sleep 1000", "2s", tms.AttestedFailed, "ceiling", "complete", "", "", true},
+		{"ceiling", "sleep 987654 & sleep 987654 & roster-task complete; sleep 987654", "2s", tms.AttestedFailed, "ceiling", "complete", "", "", true},
 		{"pending gate", "roster-task propose 'push branch docs' && roster-task complete", "", tms.AttestedNeedsReview, "done", "complete", "", "", false},
 	}
 	for _, c := range cases {
@@ -69,7 +69,7 @@ func TestHostAttestsTheOutcome(t *testing.T) {
 				if box.Running(rec.ID) {
 					t.Fatal("the box outlived its ceiling")
 				}
-				out, _ := exec.Command("pgrep", "-u", strconv.Itoa(f.uid)).Output()
+				out, _ := exec.Command("pgrep", "-u", strconv.Itoa(f.uid), "-f", "sleep 987654").Output()
 				if len(strings.TrimSpace(string(out))) > 0 {
 					t.Fatalf("processes of the box user survive the ceiling: %s", out)
 				}

@@ -71,7 +71,7 @@ func newFixture(t *testing.T, command []string, extra string) *fixture {
 	if err := h.InitData(); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := config.AddWorker(context.Background(), h, config.NewWorker{Name: "dobby", Command: command, Heartbeat: "off"})
+	spec, err := config.AddWorker(context.Background(), h, config.NewWorker{Name: "dobby", Command: command, Heartbeat: "off", UID: testUID()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,3 +145,7 @@ func (f *fixture) lastRun() *runs.Record {
 }
 
 func sh(script string) []string { return []string{"sh", "-c", script} }
+
+// testUID is a box uid no other test on this machine uses at the same time
+// (other packages' workers take the lowest free uid from 200000).
+func testUID() int { return 270000 + os.Getpid()%20000 }

@@ -134,7 +134,9 @@ func (c *RunCmd) Run(g *cli.Globals, env *cli.Env) error {
 			sup.Briefing.Schedule = f
 		}
 	}
-	sup.Snapshot = func(ctx context.Context) string { return snapshot(ctx, h, c.Worker, run) }
+	if snap, err := suite.Find("roster-snap"); err == nil {
+		sup.Snapshot = func(ctx context.Context) string { return snapshot(ctx, snap, h, c.Worker, run) }
+	}
 
 	// SIGTERM (roster-box kill) and SIGHUP end the box; an attached
 	// terminal's ^C reaches the box's own processes, not us.
@@ -193,17 +195,13 @@ func channelStore(w home.Worker, channel string, uid int) (string, error) {
 
 // snapshot runs `roster-snap take W --run RUN` and says what run.json
 // records: the new id, "unchanged", "store busy", "snapshots unavailable".
-func snapshot(ctx context.Context, h home.Home, worker, run string) string {
-	prog, err := suite.Find("roster-snap")
-	if err != nil {
-		return "snapshots unavailable"
-	}
+func snapshot(ctx context.Context, prog string, h home.Home, worker, run string) string {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, prog, "take", worker, "--run", run, "--home", h.Dir)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
-	err = cmd.Run()
+	err := cmd.Run()
 	var ee *exec.ExitError
 	switch {
 	case err == nil:

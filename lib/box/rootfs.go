@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
 )
 
@@ -123,7 +122,7 @@ func makeScratch(s *Spec, briefing []byte) (etc, self string, err error) {
 	if err := os.Symlink("view/schedule.json", filepath.Join(self, "schedule.json")); err != nil {
 		return "", "", err
 	}
-	return etc, self, fsx.SyncDir(dir)
+	return etc, self, nil // /run is a tmpfs: nothing here needs to survive a crash
 }
 
 func hostname(s *Spec) string { return "roster-" + s.Worker }

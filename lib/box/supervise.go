@@ -39,7 +39,7 @@ type Supervision struct {
 
 	TranscriptMax int64
 	// Snapshot runs after the run and returns what run.json records
-	// (an id, "unchanged", "store busy", "snapshots unavailable", ...).
+	// (an id, "unchanged", "store busy", ...); nil: "snapshots unavailable".
 	Snapshot func(ctx context.Context) string
 }
 
@@ -70,9 +70,6 @@ func (s *Supervision) Supervise(ctx context.Context) (*runs.Record, Exit, error)
 		return nil, Exit{}, err
 	}
 	defer os.Remove(home.BoxJSON(sp.RunDir))
-	if err := runs.WriteRecord(sp.RunDir, rec); err != nil {
-		return nil, Exit{}, err
-	}
 	ev := runs.Evidence{Report: "none"}
 	end := func(ended, note string) {
 		now := time.Now()
@@ -96,13 +93,28 @@ func (s *Supervision) Supervise(ctx context.Context) (*runs.Record, Exit, error)
 		}
 	}
 
+	// The start's records are written while the box starts (box.json is
+	// already durable; the box reads its briefing from the scratch copy).
 	md, recall := CompileBriefing(s.Briefing)
-	if err := fsx.WriteFile(home.Briefing(sp.RunDir), md, 0o644); err != nil {
-		return rec, Exit{}, err
+	first := *rec
+	wrote := make(chan error, 1)
+	go func() {
+		err := runs.WriteRecord(sp.RunDir, &first)
+		if err == nil {
+			err = fsx.WriteFile(home.Briefing(sp.RunDir), md, 0o644)
+		}
+		if err == nil {
+			err = fsx.WriteFile(home.Recall(sp.RunDir), recall, 0o644)
+		}
+		wrote <- err
+	}()
+	waitWrote := func() {
+		if err := <-wrote; err != nil {
+			ev.Note = joinNote(ev.Note, "start records: "+err.Error())
+		}
+		wrote <- nil
 	}
-	if err := fsx.WriteFile(home.Recall(sp.RunDir), recall, 0o644); err != nil {
-		return rec, Exit{}, err
-	}
+	defer waitWrote()
 	if err := outbox.Make(home.Outbox(sp.RunDir)); err != nil {
 		return rec, Exit{}, err
 	}
@@ -146,6 +158,7 @@ func (s *Supervision) Supervise(ctx context.Context) (*runs.Record, Exit, error)
 		<-pumps
 		<-pumps
 		tr.Close()
+		waitWrote()
 		end("error", "box did not start: "+lerr.Error())
 		s.finish(ctx, rec, &ev)
 		return rec, Exit{Code: -1}, lerr
@@ -214,6 +227,7 @@ loop:
 			ended = "error"
 		}
 	}
+	waitWrote()
 	end(ended, note)
 	s.finish(context.WithoutCancel(ctx), rec, &ev)
 	return rec, exit, nil
@@ -234,13 +248,15 @@ func (s *Supervision) finish(ctx context.Context, rec *runs.Record, ev *runs.Evi
 		}
 	}
 	rec.Evidence = ev
+	if s.Snapshot == nil {
+		rec.Snapshot = "snapshots unavailable"
+		_ = runs.WriteRecord(s.Spec.RunDir, rec)
+		return
+	}
 	if err := runs.WriteRecord(s.Spec.RunDir, rec); err != nil {
 		return
 	}
-	rec.Snapshot = "snapshots unavailable"
-	if s.Snapshot != nil {
-		rec.Snapshot = s.Snapshot(ctx)
-	}
+	rec.Snapshot = s.Snapshot(ctx)
 	_ = runs.WriteRecord(s.Spec.RunDir, rec)
 }
 

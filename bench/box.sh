@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# bench/box.sh — a trivial box (/bin/true) start to exit, side by side in
+# one run: roster-box run (ad hoc, with every bind of a real box) vs
+# Debian's `runc run` on an OCI bundle with the same binds vs bwrap with
+# the same binds. Prints medians and ratios, and the supervisor's peak RSS.
+# Needs root, the suite built in ./bin (make build), runc, bwrap, hyperfine,
+# jq. Report only: never part of `make test`.
+set -euo pipefail
+BIN=${BIN:-$(pwd)/bin}
+RUNS=${RUNS:-40}
+[ "$(id -u)" = 0 ] || { echo "bench/box.sh: needs root" >&2; exit 1; }
+for p in runc bwrap hyperfine jq; do command -v $p >/dev/null || { echo "bench/box.sh: $p missing (make deps)" >&2; exit 1; }; done
+
+work=$(mktemp -d /tmp/roster-bench-box.XXXXXX)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+# Only the programs a box needs: the snapshot after each run is not part of
+# starting a box (roster-snap missing => "snapshots unavailable").
+mkdir -p "$work/bin"
+cp "$BIN/roster-box" "$BIN/roster-task" "$BIN/roster-lock" "$work/bin/"
+export ROSTER_EXEC_PATH="$work/bin" ROSTER_HOME="$work/home"
+"$work/bin/roster-task" init >/dev/null 2>&1
+"$work/bin/roster-task" worker add bench --command /bin/true --heartbeat off >/dev/null 2>&1
+uid=$(sed -n 's/^uid *= *\([0-9]*\).*/\1/p' "$ROSTER_HOME/workers/bench.toml")
+W="$ROSTER_HOME/data/workers/bench"
+chmod 0755 "$W/store" # bwrap (which drops its capabilities) must traverse it to reach .locks
+
+# The same binds for runc and bwrap: /usr ro, generated /etc, tmpfs /tmp
+# /run $HOME, the store rw, locks, view and runs ro, outbox rw, the tools.
+mkdir -p "$work/etc/ssl/certs" "$work/self/view" "$work/self/runs" "$work/self/outbox" "$work/outbox"
+echo "worker:x:$uid:$uid::/home/worker:/bin/sh" >"$work/etc/passwd"
+echo "worker:x:$uid:" >"$work/etc/group"
+echo "# briefing" >"$work/self/briefing.md"
+b="$work/bundle"; mkdir -p "$b/rootfs"
+(cd "$b/rootfs" && mkdir -p usr etc home/worker tmp run proc dev opt/roster/bin && ln -s usr/bin bin && ln -s usr/lib lib && ln -s usr/lib64 lib64 && ln -s usr/sbin sbin && touch opt/roster/bin/roster-task opt/roster/bin/roster-lock)
+(cd "$b" && runc spec)
+bind() { printf '{"destination":"%s","type":"bind","source":"%s","options":["rbind","%s","nosuid","nodev"]}' "$2" "$1" "$3"; }
+tmpfs() { printf '{"destination":"%s","type":"tmpfs","source":"tmpfs","options":["nosuid","nodev","mode=%s"]}' "$1" "$2"; }
+mounts="[$(bind /usr /usr ro),$(bind "$work/etc" /etc ro),$(bind /etc/ssl/certs /etc/ssl/certs ro),$(tmpfs /tmp 1777),$(tmpfs /run 755),$(tmpfs /home/worker 755),\
+$(bind "$W/store" /home/worker/store rw),$(bind "$W/locks" /home/worker/store/.locks rw),$(bind "$work/self" /home/worker/self ro),\
+$(bind "$W/view" /home/worker/self/view ro),$(bind "$W/runs" /home/worker/self/runs ro),$(bind "$work/outbox" /home/worker/self/outbox rw),\
+$(bind "$BIN/roster-task" /opt/roster/bin/roster-task ro),$(bind "$BIN/roster-lock" /opt/roster/bin/roster-lock ro)]"
+jq --argjson m "$mounts" --argjson uid "$uid" '
+  .process.terminal=false | .process.args=["/bin/true"] | .process.user={uid:$uid,gid:$uid}
+  | .process.capabilities={} | .root.readonly=true
+  | .mounts = ([.mounts[] | select(.destination=="/proc" or .destination=="/dev" or .destination=="/dev/pts" or .destination=="/dev/shm")] + $m)
+  | .linux.namespaces += [{"type":"cgroup"}]' "$b/config.json" >"$b/config.json.new" && mv "$b/config.json.new" "$b/config.json"
+runc --root "$work/runc-state" run -b "$b" bench-check >/dev/null </dev/null || { echo "bench/box.sh: runc cannot run the bundle" >&2; exit 1; }
+
+bw="bwrap --unshare-all --die-with-parent --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/sbin /sbin \
+--ro-bind $work/etc /etc --ro-bind /etc/ssl/certs /etc/ssl/certs --proc /proc --dev /dev --tmpfs /tmp --tmpfs /run --tmpfs /home/worker \
+--bind $W/store /home/worker/store --bind $W/locks /home/worker/store/.locks --ro-bind $work/self /home/worker/self \
+--ro-bind $W/view /home/worker/self/view --ro-bind $W/runs /home/worker/self/runs --bind $work/outbox /home/worker/self/outbox \
+--ro-bind $BIN/roster-task /opt/roster/bin/roster-task --ro-bind $BIN/roster-lock /opt/roster/bin/roster-lock /bin/true"
+
+echo "== a trivial box, start to exit ($RUNS runs each, 2 warm-up)"
+hyperfine -N -w 2 -r "$RUNS" --export-json "$work/h.json" \
+  -n roster-box "$work/bin/roster-box run bench -- /bin/true" \
+  -n runc "runc --root $work/runc-state run -b $b bench" \
+  -n bwrap "$bw" >/dev/null
+jq -r '.results[] | [.command, (.median*1000), (.mean*1000), (.stddev*1000)] | @tsv' "$work/h.json" |
+  awk -F'\t' 'BEGIN{printf "%-12s %10s %10s %10s\n","tool","median ms","mean ms","stddev"} {printf "%-12s %10.1f %10.1f %10.1f\n",$1,$2,$3,$4; m[$1]=$2}
+  END{printf "ratio roster-box/runc  %.2fx (target <= 1.0)\nratio roster-box/bwrap %.2fx\n", m["roster-box"]/m["runc"], m["roster-box"]/m["bwrap"]}'
+
+echo "== supervisor peak memory (max RSS of roster-box run, one trivial box)"
+/usr/bin/time -f "%M KiB" "$work/bin/roster-box" run bench -- /bin/true 2>&1 >/dev/null | tail -n 1
+echo "== roster-box binary size (runc copies it for every box)"
+stat -c "%s bytes" "$BIN/roster-box"
