@@ -76,6 +76,9 @@ func (c *RunCmd) Run(g *cli.Globals, env *cli.Env) error {
 	run, channel, kind := c.RunID, c.Channel, "adhoc"
 	if dispatched {
 		t, err := part.Get(ctx, c.Task)
+		if errors.Is(err, errs.ErrNotFound) {
+			t, err = part.Show(ctx, c.Task) // finished meanwhile: recorded canceled below
+		}
 		if err != nil {
 			return err
 		}

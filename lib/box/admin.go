@@ -85,8 +85,10 @@ func Kill(r RunRef, wait time.Duration) error {
 	if err := unix.Kill(b.PID, unix.SIGTERM); err != nil {
 		return fmt.Errorf("run %s: signal supervisor %d: %w", r.ID, b.PID, err)
 	}
+	// Done when the supervisor has exited or has finished the run (it
+	// removes box.json last).
 	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if !b.Alive() {
+		if _, err := os.Stat(home.BoxJSON(r.Dir)); errors.Is(err, os.ErrNotExist) || !b.Alive() {
 			return nil
 		}
 	}
