@@ -185,12 +185,14 @@ func (s *Supervision) Supervise(ctx context.Context) (*runs.Record, Exit, error)
 	}
 	tick := time.NewTicker(PollEvery)
 	defer tick.Stop()
+	ctxDone := ctx.Done()
 loop:
 	for {
 		select {
 		case <-done:
 			break loop
-		case <-ctx.Done():
+		case <-ctxDone:
+			ctxDone = nil // once: a closed channel would spin this loop
 			kill("error", "killed")
 		case <-tick.C:
 		}
