@@ -63,6 +63,8 @@ type Dispatcher struct {
 	lastDay  string
 	wsync    bool        // the set of watched folders may have changed
 	lost     atomic.Bool // the watcher lost events: read everything again
+
+	childExited atomic.Bool // a supervisor we started has exited
 }
 
 // New returns a dispatcher for o.Home. It does not take the lock: call

@@ -39,7 +39,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			w.sync()
 		}
 		rep := d.Tick(ctx)
-		if time.Since(lastReclaim) >= ReclaimEvery {
+		if d.childExited.Swap(false) || time.Since(lastReclaim) >= ReclaimEvery {
 			d.Reclaim(ctx)
 			lastReclaim = time.Now()
 		}

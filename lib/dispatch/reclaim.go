@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 
+	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/runs"
 	"github.com/roster-sh/roster/lib/tms"
 )
@@ -74,7 +75,11 @@ func (d *Dispatcher) Reclaim(ctx context.Context) []Reclaimed {
 				d.log.Warn("reap failed; the run never started a box", "worker", w, "task", t.ID, "run", run, "err", rerr)
 			}
 			r.State, r.Err = p.Reclaim(ctx, t.ID, run, "supervisor lost")
-			if r.Err != nil {
+			if errors.Is(r.Err, errs.ErrConflict) {
+				// The TMS's own check says not yet (e.g. the reap removed box.json
+				// of a claim younger than the start grace): the next pass retries.
+				d.log.Info("reclaim deferred", "worker", w, "task", t.ID, "run", run, "why", r.Err)
+			} else if r.Err != nil {
 				d.log.Error("reclaim failed", "worker", w, "task", t.ID, "run", run, "err", r.Err)
 			} else {
 				d.log.Warn("reclaimed a task whose box died", "worker", w, "task", t.ID, "run", run, "now", r.State)

@@ -62,7 +62,8 @@ func (d *Dispatcher) startBox(worker, task, run string) error {
 		if err != nil {
 			d.log.Debug("supervisor exited", "run", run, "status", err)
 		}
-		d.wake() // its task changed (attested) or its claim is now dead: look again
+		d.childExited.Store(true) // if it died without attesting, reclaim now, not in 30 s
+		d.wake()                  // its task changed (attested) or its claim is now dead: look again
 	}()
 	return nil
 }
