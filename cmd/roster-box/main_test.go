@@ -130,18 +130,25 @@ func (f *fixture) transcript(run string) string {
 	return string(data)
 }
 
-// lastRun is the newest run's record.
+// lastRun is the newest run's record (by start time: two runs in one
+// second do not sort by name).
 func (f *fixture) lastRun() *runs.Record {
 	f.t.Helper()
 	ents, _ := os.ReadDir(f.w.Runs())
-	if len(ents) == 0 {
+	var last *runs.Record
+	for _, e := range ents {
+		rec, err := runs.ReadRecord(filepath.Join(f.w.Runs(), e.Name()))
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if last == nil || rec.StartedAt.After(last.StartedAt) {
+			last = rec
+		}
+	}
+	if last == nil {
 		f.t.Fatal("no run folder")
 	}
-	rec, err := runs.ReadRecord(filepath.Join(f.w.Runs(), ents[len(ents)-1].Name()))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return rec
+	return last
 }
 
 func sh(script string) []string { return []string{"sh", "-c", script} }
