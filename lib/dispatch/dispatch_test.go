@@ -434,3 +434,87 @@ func TestFiledTaskWakesTheLoopWithoutPoll(t *testing.T) {
 		t.Fatalf("Run after cancel: %v", err)
 	}
 }
+
+// readJournal reads a worker's journal lines.
+func readJournal(t *testing.T, w home.Worker) []tms.Line {
+	t.Helper()
+	data, err := os.ReadFile(w.Journal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []tms.Line
+	for _, l := range bytes.Split(data, []byte("\n")) {
+		if len(l) == 0 {
+			continue
+		}
+		line, err := tms.DecodeLine(l)
+		if err != nil {
+			t.Fatalf("journal line %q: %v", l, err)
+		}
+		out = append(out, *line)
+	}
+	return out
+}
+
+func TestTemplateActivationsFireOnceAcrossRestarts(t *testing.T) {
+	f := newFixture(t, "[dispatch]\ncap = 100\n")
+	f.worker("dobby", "concurrency = 100")
+	f.clock.t = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	if _, err := f.part("dobby").AddTemplate(ctx, tms.NewTemplate{ID: "tick", Cron: "@every 1m", Text: "tick", Overlap: "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	start := f.clock.Now()
+	// Dispatchers come and go: each ticks every 20 s for a while, then
+	// stops (a restart, or a kill); between them time passes with no
+	// dispatcher at all. Two dispatchers also tick over the same minutes
+	// (a restart racing its predecessor's last tick).
+	var prev *Dispatcher
+	var last time.Time
+	for round := 0; round < 6; round++ {
+		d := f.dispatcher(Options{})
+		for i := 0; i < 9; i++ {
+			d.Tick(ctx)
+			if prev != nil && i == 0 {
+				prev.Tick(ctx)
+			}
+			last = f.clock.Now()
+			f.clock.add(20 * time.Second)
+		}
+		prev = d
+		f.clock.add(time.Duration(round*97) * time.Second) // downtime
+	}
+
+	slots := map[time.Time]int{}
+	ids := map[string]bool{}
+	missed := 0
+	for _, l := range readJournal(t, f.h.Worker("dobby")) {
+		switch l.Event {
+		case tms.EvFired:
+			if l.Slot == nil {
+				t.Fatalf("fired line without a slot: %+v", l)
+			}
+			slots[l.Slot.UTC()]++
+			if ids[l.Task] {
+				t.Fatalf("task %s fired twice", l.Task)
+			}
+			ids[l.Task] = true // (a catch-up's fired line repeats its skipped line's count)
+		case tms.EvSkipped:
+			missed += max(l.Missed, 1)
+		}
+	}
+	for s, n := range slots {
+		if n != 1 {
+			t.Fatalf("activation %s fired %d times", s, n)
+		}
+	}
+	// Every activation up to the last tick is accounted for: fired once,
+	// or counted as missed (catch-up latest), never both, never lost.
+	total := int(last.Sub(start) / time.Minute)
+	if got := len(slots) + missed; got != total {
+		t.Fatalf("%d fired + %d missed = %d activations, want %d", len(slots), missed, got, total)
+	}
+	if missed == 0 {
+		t.Fatal("the downtime missed nothing: the test does not exercise catch-up")
+	}
+}
