@@ -80,15 +80,18 @@ func takeLock(f *os.File, shared bool, wait time.Duration) error {
 	}
 }
 
-// runCommand runs the command (the lock is held) on our own descriptors
-// 0-2, forwards signals to it and returns its status: 128+N if signal N
-// killed it.
-//
-// It forks with syscall.ForkExec rather than os/exec: nothing but 0-2
-// reaches the child (every other descriptor, the lock's included, is
-// close-on-exec), and it skips os's one-off pidfd probe, a whole extra
-// fork on the path benchmarked against flock(1).
-func runCommand(env *cli.Env, c *command) error {
+// forwarder owns the signals roster-lock passes on. It is started first
+// thing in main, so that os/signal's set-up (a round trip to its thread per
+// signal) overlaps the parsing instead of delaying the fork.
+type forwarder struct {
+	ready chan struct{} // closed once the handlers are in place
+	mu    sync.Mutex
+	pid   int  // the command, once started
+	done  bool // the command was reaped: its pid may be reused
+}
+
+func startForwarder() *forwarder {
+	fw := &forwarder{ready: make(chan struct{})}
 	// A signal we were started with ignored (INT and QUIT in a shell's
 	// background job) stays ignored, for us and so for the command.
 	var catch []os.Signal
@@ -97,9 +100,42 @@ func runCommand(env *cli.Env, c *command) error {
 			catch = append(catch, s)
 		}
 	}
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, catch...)
+	go func() {
+		sigs := make(chan os.Signal, 16)
+		signal.Notify(sigs, catch...)
+		close(fw.ready)
+		for s := range sigs {
+			fw.deliver(s.(syscall.Signal))
+		}
+	}()
+	return fw
+}
 
+func (fw *forwarder) deliver(s syscall.Signal) {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	switch {
+	case fw.pid == 0:
+		// No command yet (parsing, waiting for the lock): end as the
+		// signal would have ended us. The kernel drops the lock.
+		os.Exit(128 + int(s))
+	case fw.done:
+	case (s == syscall.SIGINT || s == syscall.SIGQUIT) && terminalForeground():
+		// The terminal sent it to the command as well.
+	default:
+		syscall.Kill(fw.pid, s)
+	}
+}
+
+// runCommand runs the command (the lock is held) on our own descriptors
+// 0-2, forwards signals to it and returns its status: 128+N if signal N
+// killed it.
+//
+// It forks with syscall.ForkExec rather than os/exec: nothing but 0-2
+// reaches the child (every other descriptor, the lock's included, is
+// close-on-exec), and it skips os's one-off pidfd probe, a whole extra
+// fork on the path benchmarked against flock(1).
+func runCommand(env *cli.Env, fw *forwarder, c *command) error {
 	files := make([]uintptr, 3)
 	for i := range files {
 		files[i] = uintptr(i)
@@ -107,9 +143,11 @@ func runCommand(env *cli.Env, c *command) error {
 			files[i] = ^uintptr(0) // closed here: closed in the child too
 		}
 	}
+	<-fw.ready
+	fw.mu.Lock()
 	// Pdeathsig (below) fires when the forking thread exits: pin this
 	// goroutine to its thread from here on (not earlier: a locked main
-	// goroutine makes every park above cost a thread hand-off).
+	// goroutine makes every park before this cost a thread hand-off).
 	runtime.LockOSThread()
 	pid, err := syscall.ForkExec(c.path, c.argv, &syscall.ProcAttr{
 		Env:   os.Environ(),
@@ -118,27 +156,16 @@ func runCommand(env *cli.Env, c *command) error {
 		// lock; the command must not go on outside it.
 		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM},
 	})
+	if err == nil {
+		fw.pid = pid
+	}
+	fw.mu.Unlock()
 	if err != nil {
-		signal.Stop(sigs)
 		return startError(env, c.argv[0], err)
 	}
 
 	// The forwarder must never signal a reaped pid (it could be reused):
 	// wait for the exit without reaping, then reap under the mutex.
-	var mu sync.Mutex
-	reaped := false
-	go func() {
-		for s := range sigs {
-			if (s == syscall.SIGINT || s == syscall.SIGQUIT) && terminalForeground() {
-				continue // the terminal sent it to the command as well
-			}
-			mu.Lock()
-			if !reaped {
-				syscall.Kill(pid, s.(syscall.Signal))
-			}
-			mu.Unlock()
-		}
-	}()
 	var info unix.Siginfo
 	for {
 		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
@@ -146,8 +173,8 @@ func runCommand(env *cli.Env, c *command) error {
 			break
 		}
 	}
-	mu.Lock()
-	reaped = true
+	fw.mu.Lock()
+	fw.done = true
 	var ws syscall.WaitStatus
 	for {
 		_, err = syscall.Wait4(pid, &ws, 0, nil)
@@ -155,7 +182,7 @@ func runCommand(env *cli.Env, c *command) error {
 			break
 		}
 	}
-	mu.Unlock()
+	fw.mu.Unlock()
 	switch {
 	case err != nil:
 		return fmt.Errorf("wait for %s: %w", c.argv[0], err)

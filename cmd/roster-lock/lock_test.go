@@ -663,3 +663,29 @@ func TestLsInsideAPidNamespaceSaysHeldElsewhere(t *testing.T) {
 		t.Errorf("busy in a box: %s", out)
 	}
 }
+
+// TestSignalWhileWaitingEndsRosterLock: a signal before the command starts
+// ends roster-lock with 128+N, and the command never runs.
+func TestSignalWhileWaitingEndsRosterLock(t *testing.T) {
+	h, locks := testHome(t)
+	f := holdInProcess(t, locks, "L", unix.LOCK_EX)
+	defer f.Close()
+	ran := filepath.Join(t.TempDir(), "ran")
+	cmd := exec.Command(bin, "--home", h, "L", "--worker", "w", "--", "touch", ran)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "roster-lock to wait in /proc/locks", func() bool {
+		hs, _ := os.ReadFile("/proc/locks")
+		return strings.Contains(string(hs), fmt.Sprintf("-> FLOCK  ADVISORY  WRITE %d ", cmd.Process.Pid))
+	})
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 128+int(syscall.SIGTERM) {
+		t.Errorf("TERM while waiting: %v, want exit %d", err, 128+int(syscall.SIGTERM))
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("the command ran")
+	}
+}

@@ -67,7 +67,11 @@ func (w *waitFlag) Decode(ctx *kong.DecodeContext) error {
 	return nil
 }
 
+// signals is set up before anything else (see startForwarder).
+var signals *forwarder
+
 func main() {
+	signals = startForwarder()
 	os.Exit(cli.Main("roster-lock", &CLI{}, os.Args[1:]))
 }
 
@@ -134,7 +138,7 @@ func (c *CLI) Run(g *cli.Globals, env *cli.Env) error {
 		}
 		return err
 	}
-	return runCommand(env, cmd)
+	return runCommand(env, signals, cmd)
 }
 
 // busy reports a lock that stayed held, naming the holder where /proc
