@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/roster-sh/roster/lib/runs"
 )
 
 // Run is the loop: reclaim at start-up, then tick; between ticks sleep
@@ -44,7 +46,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			lastReclaim = time.Now()
 		}
 		d.maybeDaily(ctx)
-		if d.o.Once || (d.o.UntilIdle && rep.Idle()) {
+		if d.o.Once || (d.o.UntilIdle && rep.Idle() && d.supervisorsLive() == 0) {
 			d.WaitDaily()
 			if d.o.UntilIdle {
 				d.log.Info("idle: nothing claimable and no box live")
@@ -88,4 +90,21 @@ func (d *Dispatcher) drain(ch <-chan fsnotify.Event) {
 			return
 		}
 	}
+}
+
+// supervisorsLive counts live supervisors of the served workers. A
+// supervisor outlives its task's claim: it attests, then takes the
+// post-run snapshot and writes the final run.json; --until-idle waits for
+// that too.
+func (d *Dispatcher) supervisorsLive() int {
+	_, served, err := d.workers()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for w := range served {
+		live, _ := runs.LiveBoxes(d.h.Worker(w))
+		n += len(live)
+	}
+	return n
 }
