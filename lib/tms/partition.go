@@ -331,44 +331,52 @@ func (t *txn) commit() error {
 
 func (p *Partition) writeViews(f *File, now time.Time) error {
 	f.Format = Format
-	body := encodeEntries(f)
+	body, err := encodeEntries(f)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", p.W.TasksFile(), err)
+	}
 	if err := fsx.WriteFile(p.W.TasksFile(), fileBytes(f, "", now, body), 0o600); err != nil {
 		return err
 	}
 	return fsx.WriteFile(p.W.Schedule(), fileBytes(f, p.Name, now, body), 0o644)
 }
 
-// encodeFile writes tasks.json (worker == "") or schedule.json.
+// encodeFile writes tasks.json (worker == "") or schedule.json; nil if an
+// entry cannot be encoded (a time outside years 0-9999).
 func encodeFile(f *File, worker string, now time.Time) []byte {
-	return fileBytes(f, worker, now, encodeEntries(f))
+	body, err := encodeEntries(f)
+	if err != nil {
+		return nil
+	}
+	return fileBytes(f, worker, now, body)
 }
 
 // encodeEntries encodes the tasks and templates arrays once, one entry per
 // line (readable by people, cheap to write), for both files.
-func encodeEntries(f *File) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	b.WriteString("\n\"tasks\":[")
+func encodeEntries(f *File) ([]byte, error) {
+	b := make([]byte, 0, 64+len(f.Tasks)*256+len(f.Templates)*256)
+	b = append(b, "\n\"tasks\":["...)
+	var err error
 	for i := range f.Tasks {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteString("\n")
-		enc.Encode(&f.Tasks[i])
-		b.Truncate(b.Len() - 1) // Encode's newline
+		b = append(b, '\n')
+		if b, err = appendTask(b, &f.Tasks[i]); err != nil {
+			return nil, fmt.Errorf("task %s: %w", f.Tasks[i].ID, err)
+		}
 	}
-	b.WriteString("\n],\n\"templates\":[")
+	b = append(b, "\n],\n\"templates\":["...)
 	for i := range f.Templates {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteString("\n")
-		enc.Encode(&f.Templates[i])
-		b.Truncate(b.Len() - 1)
+		b = append(b, '\n')
+		if b, err = appendTemplate(b, &f.Templates[i]); err != nil {
+			return nil, fmt.Errorf("template %s: %w", f.Templates[i].ID, err)
+		}
 	}
-	b.WriteString("\n]}\n")
-	return b.Bytes()
+	return append(b, "\n]}\n"...), nil
 }
 
 func fileBytes(f *File, worker string, now time.Time, body []byte) []byte {
@@ -400,6 +408,38 @@ func readFile(path string) (*File, error) {
 // DecodeFile parses the text of a tasks.json (or schedule.json); name
 // names it in errors. Unknown formats and corrupt text are refused.
 func DecodeFile(name string, data []byte) (*File, error) {
+	f, hasFormat, ok := decodeFast(data)
+	if !ok || !hasFormat || f.Format != Format {
+		var err error
+		if f, err = decodeSlow(name, data); err != nil {
+			return nil, err
+		}
+	}
+	if f.Version < 0 {
+		return nil, refused(name, "negative version %d", f.Version)
+	}
+	seen := make(map[string]bool, len(f.Tasks))
+	for i := range f.Tasks {
+		t := &f.Tasks[i]
+		if t.ID == "" || seen[t.ID] {
+			return nil, refused(name, "task %d: missing or duplicate id %q", i, t.ID)
+		}
+		seen[t.ID] = true
+	}
+	seen = map[string]bool{}
+	for i := range f.Templates {
+		t := &f.Templates[i]
+		if t.ID == "" || seen[t.ID] {
+			return nil, refused(name, "template %d: missing or duplicate id %q", i, t.ID)
+		}
+		seen[t.ID] = true
+	}
+	return f, nil
+}
+
+// decodeSlow is DecodeFile's encoding/json path, which also words every
+// refusal.
+func decodeSlow(name string, data []byte) (*File, error) {
 	var head struct {
 		Format *int `json:"format"`
 	}
@@ -415,25 +455,6 @@ func DecodeFile(name string, data []byte) (*File, error) {
 	var f File
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, refused(name, "corrupt: %v", err)
-	}
-	if f.Version < 0 {
-		return nil, refused(name, "negative version %d", f.Version)
-	}
-	seen := map[string]bool{}
-	for i := range f.Tasks {
-		t := &f.Tasks[i]
-		if t.ID == "" || seen[t.ID] {
-			return nil, refused(name, "task %d: missing or duplicate id %q", i, t.ID)
-		}
-		seen[t.ID] = true
-	}
-	seen = map[string]bool{}
-	for i := range f.Templates {
-		t := &f.Templates[i]
-		if t.ID == "" || seen[t.ID] {
-			return nil, refused(name, "template %d: missing or duplicate id %q", i, t.ID)
-		}
-		seen[t.ID] = true
 	}
 	return &f, nil
 }

@@ -1,0 +1,589 @@
+package tms
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// A fast path for tasks.json: every command reads the whole file and most
+// write it back, so decoding and encoding it dominates their cost once a
+// partition holds thousands of tasks (encoding/json spends most of its time
+// in reflection and validating the text twice).
+//
+// decodeFast accepts only the subset of JSON the writer produces (known
+// keys spelled exactly, each at most once, no null, integers without
+// fraction or exponent) and says ok=false for anything else, which then
+// goes to encoding/json. So it never accepts text encoding/json would
+// refuse, nor reads text differently: FuzzFastDecode pins both.
+// appendTask and appendTemplate write the bytes encoding/json writes (with
+// HTML escaping off), pinned by FuzzFastDecode and TestFastEncodeMatchesJSON.
+
+type fdec struct {
+	b []byte
+	i int
+}
+
+func (d *fdec) ws() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next byte after white space, or 0 at the end.
+func (d *fdec) peek() byte {
+	d.ws()
+	if d.i < len(d.b) {
+		return d.b[d.i]
+	}
+	return 0
+}
+
+func (d *fdec) eat(c byte) bool {
+	if d.peek() == c {
+		d.i++
+		return true
+	}
+	return false
+}
+
+// strSpan scans a string token; it returns its contents and whether they
+// hold an escape or a non-ASCII byte (which need encoding/json's rules).
+func (d *fdec) strSpan() (s []byte, special, ok bool) {
+	if !d.eat('"') {
+		return nil, false, false
+	}
+	start := d.i
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch {
+		case c == '"':
+			s = d.b[start:d.i]
+			d.i++
+			return s, special, true
+		case c == '\\':
+			special = true
+			d.i += 2
+		case c < 0x20:
+			return nil, false, false
+		case c >= 0x80:
+			special = true
+			d.i++
+		default:
+			d.i++
+		}
+	}
+	return nil, false, false
+}
+
+func (d *fdec) str(p *string) bool {
+	start := d.i
+	s, special, ok := d.strSpan()
+	if !ok {
+		return false
+	}
+	if !special {
+		*p = string(s)
+		return true
+	}
+	if !bytes.Contains(s, []byte{'\\'}) && utf8.Valid(s) {
+		*p = string(s)
+		return true
+	}
+	// Escapes or invalid UTF-8: encoding/json's own rules.
+	return json.Unmarshal(d.b[start:d.i], p) == nil
+}
+
+func (d *fdec) key() ([]byte, bool) {
+	s, special, ok := d.strSpan()
+	if !ok || special || !d.eat(':') {
+		return nil, false
+	}
+	return s, true
+}
+
+func (d *fdec) integer(bits int) (int64, bool) {
+	d.ws()
+	start := d.i
+	if d.i < len(d.b) && d.b[d.i] == '-' {
+		d.i++
+	}
+	digits := d.i
+	for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
+		d.i++
+	}
+	n := d.i - digits
+	if n == 0 || (n > 1 && d.b[digits] == '0') {
+		return 0, false
+	}
+	if d.i < len(d.b) {
+		switch d.b[d.i] {
+		case '.', 'e', 'E':
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseInt(string(d.b[start:d.i]), 10, bits)
+	return v, err == nil
+}
+
+func (d *fdec) int(p *int) bool {
+	v, ok := d.integer(strconv.IntSize)
+	*p = int(v)
+	return ok
+}
+
+func (d *fdec) boolean(p *bool) bool {
+	d.ws()
+	switch {
+	case bytes.HasPrefix(d.b[d.i:], []byte("true")):
+		*p = true
+		d.i += 4
+	case bytes.HasPrefix(d.b[d.i:], []byte("false")):
+		*p = false
+		d.i += 5
+	default:
+		return false
+	}
+	return true
+}
+
+func (d *fdec) time(p *time.Time) bool {
+	d.ws()
+	start := d.i
+	if _, special, ok := d.strSpan(); !ok || special {
+		return false
+	}
+	return p.UnmarshalJSON(d.b[start:d.i]) == nil
+}
+
+func (d *fdec) timePtr(p **time.Time) bool {
+	t := new(time.Time)
+	*p = t
+	return d.time(t)
+}
+
+// object reads an object, calling field for each key; seen refuses a key
+// given twice (encoding/json would merge, the fast path does not try).
+func (d *fdec) object(field func(k []byte, seen *uint32) bool) bool {
+	if !d.eat('{') {
+		return false
+	}
+	if d.eat('}') {
+		return true
+	}
+	var seen uint32
+	for {
+		k, ok := d.key()
+		if !ok || !field(k, &seen) {
+			return false
+		}
+		if d.eat(',') {
+			continue
+		}
+		return d.eat('}')
+	}
+}
+
+func once(seen *uint32, n uint) bool {
+	if *seen&(1<<n) != 0 {
+		return false
+	}
+	*seen |= 1 << n
+	return true
+}
+
+func (d *fdec) array(elem func() bool) bool {
+	if !d.eat('[') {
+		return false
+	}
+	if d.eat(']') {
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		if d.eat(',') {
+			continue
+		}
+		return d.eat(']')
+	}
+}
+
+func (d *fdec) strings(p *[]string) bool {
+	*p = []string{}
+	return d.array(func() bool {
+		var s string
+		if !d.str(&s) {
+			return false
+		}
+		*p = append(*p, s)
+		return true
+	})
+}
+
+func (d *fdec) stringMap(p *map[string]string) bool {
+	m := map[string]string{}
+	*p = m
+	return d.object(func(k []byte, _ *uint32) bool {
+		var v string
+		if _, dup := m[string(k)]; dup || !d.str(&v) {
+			return false
+		}
+		m[string(k)] = v
+		return true
+	})
+}
+
+func (d *fdec) claim(p **Claim) bool {
+	c := new(Claim)
+	*p = c
+	return d.object(func(k []byte, seen *uint32) bool {
+		switch string(k) {
+		case "run":
+			return once(seen, 0) && d.str(&c.Run)
+		case "at":
+			return once(seen, 1) && d.time(&c.At)
+		}
+		return false
+	})
+}
+
+func (d *fdec) gate(g *Gate) bool {
+	return d.object(func(k []byte, seen *uint32) bool {
+		switch string(k) {
+		case "id":
+			return once(seen, 0) && d.str(&g.ID)
+		case "what":
+			return once(seen, 1) && d.str(&g.What)
+		case "state":
+			return once(seen, 2) && d.str(&g.State)
+		case "wake":
+			return once(seen, 3) && d.boolean(&g.Wake)
+		case "why":
+			return once(seen, 4) && d.str(&g.Why)
+		case "resolved_at":
+			return once(seen, 5) && d.timePtr(&g.ResolvedAt)
+		}
+		return false
+	})
+}
+
+func (d *fdec) task(t *Task) bool {
+	return d.object(func(k []byte, seen *uint32) bool {
+		switch string(k) {
+		case "id":
+			return once(seen, 0) && d.str(&t.ID)
+		case "text":
+			return once(seen, 1) && d.str(&t.Text)
+		case "kind":
+			return once(seen, 2) && d.str(&t.Kind)
+		case "standing":
+			return once(seen, 3) && d.str(&t.Standing)
+		case "state":
+			return once(seen, 4) && d.str(&t.State)
+		case "created_at":
+			return once(seen, 5) && d.time(&t.CreatedAt)
+		case "scheduled_at":
+			return once(seen, 6) && d.timePtr(&t.ScheduledAt)
+		case "depends_on":
+			return once(seen, 7) && d.strings(&t.DependsOn)
+		case "settled":
+			return once(seen, 8) && d.stringMap(&t.Settled)
+		case "ceiling":
+			return once(seen, 9) && d.str(&t.Ceiling)
+		case "channel":
+			return once(seen, 10) && d.str(&t.Channel)
+		case "from":
+			return once(seen, 11) && d.str(&t.From)
+		case "template":
+			return once(seen, 12) && d.str(&t.Template)
+		case "slot":
+			return once(seen, 13) && d.timePtr(&t.Slot)
+		case "priority":
+			return once(seen, 14) && d.int(&t.Priority)
+		case "by":
+			return once(seen, 15) && d.str(&t.By)
+		case "attempts":
+			return once(seen, 16) && d.int(&t.Attempts)
+		case "claim":
+			return once(seen, 17) && d.claim(&t.Claim)
+		case "gates":
+			if !once(seen, 18) {
+				return false
+			}
+			t.Gates = []Gate{}
+			return d.array(func() bool {
+				t.Gates = append(t.Gates, Gate{})
+				return d.gate(&t.Gates[len(t.Gates)-1])
+			})
+		case "continues":
+			return once(seen, 19) && d.str(&t.Continues)
+		case "refiled_from":
+			return once(seen, 20) && d.str(&t.RefiledFrom)
+		case "filed_by":
+			return once(seen, 21) && d.str(&t.FiledBy)
+		case "last_run":
+			return once(seen, 22) && d.str(&t.LastRun)
+		case "finished_at":
+			return once(seen, 23) && d.timePtr(&t.FinishedAt)
+		}
+		return false
+	})
+}
+
+func (d *fdec) template(t *Template) bool {
+	return d.object(func(k []byte, seen *uint32) bool {
+		switch string(k) {
+		case "id":
+			return once(seen, 0) && d.str(&t.ID)
+		case "system":
+			return once(seen, 1) && d.boolean(&t.System)
+		case "cron":
+			return once(seen, 2) && d.str(&t.Cron)
+		case "text":
+			return once(seen, 3) && d.str(&t.Text)
+		case "standing":
+			return once(seen, 4) && d.str(&t.Standing)
+		case "by":
+			return once(seen, 5) && d.str(&t.By)
+		case "window":
+			return once(seen, 6) && d.str(&t.Window)
+		case "catch_up":
+			return once(seen, 7) && d.str(&t.CatchUp)
+		case "overlap":
+			return once(seen, 8) && d.str(&t.Overlap)
+		case "ceiling":
+			return once(seen, 9) && d.str(&t.Ceiling)
+		case "priority":
+			return once(seen, 10) && d.int(&t.Priority)
+		case "channel":
+			return once(seen, 11) && d.str(&t.Channel)
+		case "cursor":
+			return once(seen, 12) && d.timePtr(&t.Cursor)
+		}
+		return false
+	})
+}
+
+// decodeFast reads a tasks.json the way json.Unmarshal into File would, or
+// says ok=false. hasFormat tells whether the "format" key was there.
+func decodeFast(data []byte) (f *File, hasFormat, ok bool) {
+	d := &fdec{b: data}
+	f = new(File)
+	ok = d.object(func(k []byte, seen *uint32) bool {
+		switch string(k) {
+		case "format":
+			hasFormat = true
+			return once(seen, 0) && d.int(&f.Format)
+		case "version":
+			if !once(seen, 1) {
+				return false
+			}
+			v, ok := d.integer(64)
+			f.Version = v
+			return ok
+		case "tasks":
+			if !once(seen, 2) {
+				return false
+			}
+			f.Tasks = make([]Task, 0, bytes.Count(data, []byte{'\n'})) // the writer puts one entry a line
+			return d.array(func() bool {
+				f.Tasks = append(f.Tasks, Task{})
+				return d.task(&f.Tasks[len(f.Tasks)-1])
+			})
+		case "worker": // schedule.json's; File has no such field
+			var w string
+			return once(seen, 4) && d.str(&w)
+		case "now":
+			var t time.Time
+			return once(seen, 5) && d.time(&t)
+		case "templates":
+			if !once(seen, 3) {
+				return false
+			}
+			f.Templates = []Template{}
+			return d.array(func() bool {
+				f.Templates = append(f.Templates, Template{})
+				return d.template(&f.Templates[len(f.Templates)-1])
+			})
+		}
+		return false
+	})
+	if !ok {
+		return nil, false, false
+	}
+	d.ws()
+	if d.i != len(d.b) {
+		return nil, false, false
+	}
+	return f, hasFormat, true
+}
+
+// Encoding. Each appender writes exactly what an encoding/json Encoder
+// with SetEscapeHTML(false) writes for the value (without its newline).
+
+// appendStr quotes s; strings that need escaping take encoding/json's path.
+func appendStr(b []byte, s string) []byte {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 || c == '"' || c == '\\' {
+				return appendStrSlow(b, s)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && n == 1) || r == '\u2028' || r == '\u2029' {
+			return appendStrSlow(b, s)
+		}
+		i += n
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+func appendStrSlow(b []byte, s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s) // a string always encodes
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+}
+
+func appendTime(b []byte, t time.Time) ([]byte, error) {
+	j, err := t.MarshalJSON()
+	if err != nil {
+		return b, err
+	}
+	return append(b, j...), nil
+}
+
+type fenc struct {
+	b   []byte
+	err error
+}
+
+func (e *fenc) raw(s string)      { e.b = append(e.b, s...) }
+func (e *fenc) str(key, v string) { e.raw(key); e.b = appendStr(e.b, v) }
+func (e *fenc) optStr(key, v string) {
+	if v != "" {
+		e.str(key, v)
+	}
+}
+func (e *fenc) int(key string, v int) { e.raw(key); e.b = strconv.AppendInt(e.b, int64(v), 10) }
+func (e *fenc) time(key string, t time.Time) {
+	e.raw(key)
+	var err error
+	if e.b, err = appendTime(e.b, t); err != nil && e.err == nil {
+		e.err = err
+	}
+}
+func (e *fenc) optTime(key string, t *time.Time) {
+	if t != nil {
+		e.time(key, *t)
+	}
+}
+
+func appendTask(b []byte, t *Task) ([]byte, error) {
+	e := fenc{b: b}
+	e.str(`{"id":`, t.ID)
+	e.str(`,"text":`, t.Text)
+	e.str(`,"kind":`, t.Kind)
+	e.str(`,"standing":`, t.Standing)
+	e.str(`,"state":`, t.State)
+	e.time(`,"created_at":`, t.CreatedAt)
+	e.optTime(`,"scheduled_at":`, t.ScheduledAt)
+	if len(t.DependsOn) > 0 {
+		e.raw(`,"depends_on":[`)
+		for i, s := range t.DependsOn {
+			if i > 0 {
+				e.raw(",")
+			}
+			e.b = appendStr(e.b, s)
+		}
+		e.raw("]")
+	}
+	if len(t.Settled) > 0 {
+		e.raw(`,"settled":{`)
+		for i, k := range sortedKeys(t.Settled) {
+			if i > 0 {
+				e.raw(",")
+			}
+			e.b = appendStr(e.b, k)
+			e.str(":", t.Settled[k])
+		}
+		e.raw("}")
+	}
+	e.optStr(`,"ceiling":`, t.Ceiling)
+	e.optStr(`,"channel":`, t.Channel)
+	e.optStr(`,"from":`, t.From)
+	e.optStr(`,"template":`, t.Template)
+	e.optTime(`,"slot":`, t.Slot)
+	e.int(`,"priority":`, t.Priority)
+	e.str(`,"by":`, t.By)
+	e.int(`,"attempts":`, t.Attempts)
+	if t.Claim != nil {
+		e.str(`,"claim":{"run":`, t.Claim.Run)
+		e.time(`,"at":`, t.Claim.At)
+		e.raw("}")
+	}
+	if len(t.Gates) > 0 {
+		e.raw(`,"gates":[`)
+		for i := range t.Gates {
+			g := &t.Gates[i]
+			if i > 0 {
+				e.raw(",")
+			}
+			e.str(`{"id":`, g.ID)
+			e.str(`,"what":`, g.What)
+			e.str(`,"state":`, g.State)
+			if g.Wake {
+				e.raw(`,"wake":true`)
+			}
+			e.optStr(`,"why":`, g.Why)
+			e.optTime(`,"resolved_at":`, g.ResolvedAt)
+			e.raw("}")
+		}
+		e.raw("]")
+	}
+	e.optStr(`,"continues":`, t.Continues)
+	e.optStr(`,"refiled_from":`, t.RefiledFrom)
+	e.optStr(`,"filed_by":`, t.FiledBy)
+	e.optStr(`,"last_run":`, t.LastRun)
+	e.optTime(`,"finished_at":`, t.FinishedAt)
+	e.raw("}")
+	return e.b, e.err
+}
+
+func appendTemplate(b []byte, t *Template) ([]byte, error) {
+	e := fenc{b: b}
+	e.str(`{"id":`, t.ID)
+	if t.System {
+		e.raw(`,"system":true`)
+	}
+	e.str(`,"cron":`, t.Cron)
+	e.str(`,"text":`, t.Text)
+	e.str(`,"standing":`, t.Standing)
+	e.str(`,"by":`, t.By)
+	e.str(`,"window":`, t.Window)
+	e.str(`,"catch_up":`, t.CatchUp)
+	e.str(`,"overlap":`, t.Overlap)
+	e.str(`,"ceiling":`, t.Ceiling)
+	if t.Priority != 0 {
+		e.int(`,"priority":`, t.Priority)
+	}
+	e.optStr(`,"channel":`, t.Channel)
+	e.optTime(`,"cursor":`, t.Cursor)
+	e.raw("}")
+	return e.b, e.err
+}
