@@ -32,8 +32,8 @@ func richFile() *File {
 			Standing: Owner, State: Claimed, CreatedAt: at, ScheduledAt: &off, DependsOn: []string{"t-a", "t-\"b"},
 			Settled: map[string]string{"t-z": Completed, "t-a": Failed, "<k>": Canceled}, Ceiling: "45m", Channel: "slack:C01/th 1",
 			From: "ann", Template: "nightly", Slot: &at, Priority: -3, By: ByWorker, Attempts: 2,
-			Claim: &Claim{Run: "2026-11-29-19-22-03-q8w2", At: at},
-			Gates: []Gate{{ID: "g1", What: "push", State: GatePending, Wake: true}, {ID: "g2", What: "x", State: GateDenied, Why: "no", ResolvedAt: &at}},
+			Claim:     &Claim{Run: "2026-11-29-19-22-03-q8w2", At: at},
+			Gates:     []Gate{{ID: "g1", What: "push", State: GatePending, Wake: true}, {ID: "g2", What: "x", State: GateDenied, Why: "no", ResolvedAt: &at}},
 			Continues: "t-c", RefiledFrom: "t-r", FiledBy: "run", LastRun: "run2", FinishedAt: &at},
 		{ID: "t-plain", Text: "plain", Kind: KindRelay, Standing: Proactive, State: Pending, CreatedAt: at, By: ByOwner},
 	}, Templates: []Template{
