@@ -34,10 +34,6 @@ type CLI struct {
 }
 
 func (c *CLI) Run(g *cli.Globals, env *cli.Env) error {
-	h, err := g.OpenHome()
-	if err != nil {
-		return err
-	}
 	for _, w := range c.Worker {
 		if err := home.ValidWorker(w); err != nil {
 			return err
@@ -48,6 +44,10 @@ func (c *CLI) Run(g *cli.Globals, env *cli.Env) error {
 	}
 	if c.Poll < 0 {
 		return errs.New(errs.ErrUsage, "--poll: want a positive duration")
+	}
+	h, err := g.OpenHome()
+	if err != nil {
+		return err
 	}
 	org, err := config.LoadOrg(h)
 	if err != nil {
