@@ -3,12 +3,18 @@ package main
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/opencontainers/cgroups"
+	"github.com/opencontainers/runc/libcontainer"
+
 	"github.com/roster-sh/roster/lib/box"
 	"github.com/roster-sh/roster/lib/fsx"
+	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/runs"
 	"github.com/roster-sh/roster/lib/tms"
 )
@@ -120,5 +126,38 @@ func TestBoxStartWaitsForAnExclusiveStoreLock(t *testing.T) {
 	lock.Close()
 	if code := <-done; code != 0 {
 		t.Fatalf("exit %d after the lock was released", code)
+	}
+}
+
+func TestBoxDeviceCgroupAllowsOnlyTheListedDevices(t *testing.T) {
+	f := newFixture(t, job, "")
+	if cgroups.IsCgroup2UnifiedMode() {
+		t.Skip("cgroup v2: the rules are an eBPF program, not a readable list (these machines are v1)")
+	}
+	f.setJob("sleep 1000")
+	task, run := f.claim(tms.NewTask{Text: "devices"})
+	done := make(chan struct{})
+	go func() { f.box("run", "dobby", "--task", task, "--run", run); close(done) }()
+	waitFor(t, func() bool { return box.Running(run) })
+	c, err := libcontainer.Load(home.ContainerRoot, home.ContainerID(run))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(st.CgroupPaths["devices"], "devices.list"))
+	f.box("kill", run)
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	sort.Strings(lines)
+	exp := []string{"c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm", "c 1:9 rwm", "c 136:* rwm", "c 5:0 rwm", "c 5:2 rwm"}
+	sort.Strings(exp)
+	if strings.Join(lines, "|") != strings.Join(exp, "|") {
+		t.Fatalf("the box's devices.list:\n%s\nwant exactly:\n%s", data, strings.Join(exp, "\n"))
 	}
 }

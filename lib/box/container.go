@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/opencontainers/cgroups"
+	_ "github.com/opencontainers/cgroups/devices" // device rules: the v1 and v2 (eBPF) managers
 	devconf "github.com/opencontainers/cgroups/devices/config"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
@@ -97,10 +98,11 @@ func containerConfig(s *Spec, rootfs, etc, self string) *configs.Config {
 	}
 	var devices []*devconf.Device
 	for _, d := range specconv.AllowedDevices {
-		if d.Path != "" { // the nodes themselves; the wildcard rules need the devices controller
+		if d.Path != "" { // the nodes made in the box's /dev
 			devices = append(devices, d)
 		}
 	}
+	res.Devices = DeviceRules()
 	return &configs.Config{
 		Rootfs:          rootfs,
 		Readonlyfs:      true,
@@ -150,4 +152,22 @@ func createContainer(s *Spec, cfg *configs.Config) (*libcontainer.Container, err
 		return nil, fmt.Errorf("create box %s: %w", home.ContainerID(s.Run), err)
 	}
 	return c, nil
+}
+
+// allowedDevices are the character devices a box may use (major, minor;
+// devconf.Wildcard = any minor): null, zero, full, random, urandom, tty,
+// ptmx and the pts terminals. runc's default list also allows mknod of any
+// device and /dev/net/tun; a box gets neither.
+var allowedDevices = [][2]int64{{1, 3}, {1, 5}, {1, 7}, {1, 8}, {1, 9}, {5, 0}, {5, 2}, {136, devconf.Wildcard}}
+
+// DeviceRules is the box's device cgroup: deny everything, then allow
+// read, write and mknod of the allowedDevices (v1: devices.deny and
+// devices.allow; v2: an eBPF program, both through the devices package).
+func DeviceRules() []*devconf.Rule {
+	rules := []*devconf.Rule{{Type: devconf.WildcardDevice, Major: devconf.Wildcard, Minor: devconf.Wildcard,
+		Permissions: "rwm", Allow: false}}
+	for _, d := range allowedDevices {
+		rules = append(rules, &devconf.Rule{Type: devconf.CharDevice, Major: d[0], Minor: d[1], Permissions: "rwm", Allow: true})
+	}
+	return rules
 }
