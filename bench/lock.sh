@@ -8,6 +8,9 @@
 #      cost is in both and narrows the ratio a little);
 #   2. hyperfine -N (no shell), when installed: one after the other.
 # Prints both medians and the ratio roster-lock / flock (target <= 1.5).
+# When go is installed it also times "go-floor", a Go program that only
+# opens, flocks, fork-execs and waits (no parsing, no checks, no signal
+# forwarding): the share of the ratio that is Go's own start-up.
 # Report only: it never fails on the figures.
 set -euo pipefail
 BIN=${BIN:-$(pwd)/bin}
@@ -25,10 +28,42 @@ else # the tree roster worker add leaves, by hand
 	mkdir -p "$home/data/workers/bench/store/.locks" "$home/data/workers/bench/locks"
 	chmod 1777 "$home/data/workers/bench/locks"
 fi
-true_bin=$(command -v true)
+true_bin=$(type -P true)
 rl=("$BIN/roster-lock" --home "$home" L --worker bench -- "$true_bin")
 fl=(flock "$work/L" "$true_bin")
 "${rl[@]}" && "${fl[@]}" || { echo "bench/lock.sh: a command failed" >&2; exit 1; }
+floor=()
+if command -v go >/dev/null; then
+	mkdir "$work/floor"
+	cat >"$work/floor/main.go" <<'GO'
+package main
+
+import (
+	"os"
+	"syscall"
+)
+
+func main() {
+	f, err := os.Open(os.Args[1])
+	if err != nil {
+		os.Exit(1)
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+	pid, err := syscall.ForkExec(os.Args[2], os.Args[2:], &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}})
+	if err != nil {
+		os.Exit(127)
+	}
+	var ws syscall.WaitStatus
+	syscall.Wait4(pid, &ws, 0, nil)
+	os.Exit(ws.ExitStatus())
+}
+GO
+	printf 'module floor\ngo 1.21\n' >"$work/floor/go.mod"
+	if (cd "$work/floor" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$work/go-floor" . 2>/dev/null); then
+		touch "$work/F"
+		floor=("$work/go-floor" "$work/F" "$true_bin")
+	fi
+fi
 
 median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.0f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 us() { # microseconds between two $EPOCHREALTIME values
@@ -40,11 +75,16 @@ echo "== uncontended lock + true: roster-lock vs flock(1), $N interleaved runs e
 for i in $(seq 20); do "${rl[@]}"; "${fl[@]}"; done # warm-up
 : >"$work/rl.us"
 : >"$work/fl.us"
+: >"$work/go.us"
 for i in $(seq "$N"); do
 	t0=$EPOCHREALTIME; "${rl[@]}"; t1=$EPOCHREALTIME
 	"${fl[@]}"; t2=$EPOCHREALTIME
 	us "$t0" "$t1" >>"$work/rl.us"
 	us "$t1" "$t2" >>"$work/fl.us"
+	if [ ${#floor[@]} -gt 0 ]; then
+		t0=$EPOCHREALTIME; "${floor[@]}"; t1=$EPOCHREALTIME
+		us "$t0" "$t1" >>"$work/go.us"
+	fi
 done
 m_rl=$(median <"$work/rl.us")
 m_fl=$(median <"$work/fl.us")
@@ -52,14 +92,23 @@ awk -v r="$m_rl" -v f="$m_fl" 'BEGIN {
 	printf "  %-12s median %6.2f ms\n  %-12s median %6.2f ms\n", "roster-lock", r / 1000, "flock", f / 1000
 	printf "  ratio roster-lock/flock: %.2f (target <= 1.5)\n", r / f
 }'
+if [ -s "$work/go.us" ]; then
+	m_go=$(median <"$work/go.us")
+	awk -v g="$m_go" -v f="$m_fl" 'BEGIN {
+		printf "  %-12s median %6.2f ms (ratio to flock %.2f: Go start-up + fork/exec alone)\n", "go-floor", g / 1000, g / f
+	}'
+fi
 
 if command -v hyperfine >/dev/null; then
 	echo "== the same with hyperfine -N ($N runs each, 20 warm-up, one after the other)"
+	extra=()
+	[ ${#floor[@]} -gt 0 ] && extra=(-n go-floor "${floor[*]}")
 	hyperfine -N -w 20 -r "$N" --export-csv "$work/h.csv" \
-		-n roster-lock "${rl[*]}" -n flock "${fl[*]}" >/dev/null 2>&1
+		-n roster-lock "${rl[*]}" -n flock "${fl[*]}" "${extra[@]}" >/dev/null 2>&1
 	# command,mean,stddev,median,user,system,min,max
 	awk -F, 'NR > 1 { m[NR - 1] = $4; printf "  %-12s median %6.2f ms\n", $1, $4 * 1000 }
-		END { printf "  ratio roster-lock/flock: %.2f (target <= 1.5)\n", m[1] / m[2] }' "$work/h.csv"
+		END { printf "  ratio roster-lock/flock: %.2f (target <= 1.5)\n", m[1] / m[2]
+			if (3 in m) printf "  ratio go-floor/flock: %.2f\n", m[3] / m[2] }' "$work/h.csv"
 else
 	echo "(hyperfine not installed: make deps)"
 fi
