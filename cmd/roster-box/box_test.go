@@ -218,15 +218,31 @@ roster-task complete ; echo "complete:$?"
 		t.Fatal(err)
 	}
 	actions := 0
+	hostile := map[int]string{}
 	for _, l := range lines {
 		if l.Event == tms.EvAction && l.Run == rec.ID {
 			actions++
+			if l.Action.Kind == tms.ActInvalid {
+				hostile[l.Action.N] = l.Action.Outcome
+			}
+			if l.By != tms.ByWorker || l.Task != task || l.Version != 0 {
+				t.Errorf("action line %+v: want by worker, task %s, no version", l, task)
+			}
 		}
 	}
 	if actions != len(rec.Actions) {
 		t.Errorf("%d action lines in the journal for %d actions", actions, len(rec.Actions))
 	}
-	_ = task
+	// The garbage, the symlink, the FIFO and the 2 MiB file: each journaled
+	// as an invalid action whose outcome says why.
+	for n, why := range map[int]string{900: "not a valid action", 901: "symlink", 902: "not a regular file", 903: "over 1048576 bytes"} {
+		if o := hostile[n]; !strings.HasPrefix(o, "refused: bad action: ") || !strings.Contains(o, why) {
+			t.Errorf("journal for hostile entry %d: outcome %q, want a refusal mentioning %q", n, o, why)
+		}
+	}
+	if len(hostile) != 4 {
+		t.Errorf("invalid actions journaled: %v, want 900-903", hostile)
+	}
 
 	// From an ad-hoc run a filed task is proactive.
 	code, _, errb := f.box("run", "dobby", "--", "sh", "-c", "roster-task file 'from adhoc'")

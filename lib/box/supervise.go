@@ -279,16 +279,20 @@ func (s *Supervision) serveActions(ctx context.Context, ob *outbox.Reader, rec *
 		var res tms.ActionResult
 		var aerr error
 		if e.Err != nil {
-			// TODO(tms): a RefuseAction(run, served, n, reason) would journal the
-			// refusal's reason in its own field; until then it rides in the kind.
-			res, _ = s.Part.ApplyAction(ctx, rec.ID, served, tms.Action{N: e.N, Kind: "invalid (" + e.Err.Error() + ")"})
+			// Unreadable (not a regular file, too large, not JSON, an
+			// unknown kind): refused and journaled as kind "invalid".
 			aerr = errs.New(errs.ErrUsage, e.Err.Error())
+			if err := s.Part.RefuseAction(ctx, rec.ID, served, e.N, tms.ActInvalid, e.Err.Error()); err != nil {
+				ev.Note = joinNote(ev.Note, fmt.Sprintf("journal refused action %d: %v", e.N, err))
+			}
 		} else {
 			kind = e.Action.Kind
 			ta, cerr := toTMS(e.N, e.Action)
 			if cerr != nil {
-				res, aerr = s.Part.ApplyAction(ctx, rec.ID, served, tms.Action{N: e.N, Kind: "invalid (" + cerr.Error() + ")"})
 				aerr = cerr
+				if err := s.Part.RefuseAction(ctx, rec.ID, served, e.N, kind, cerr.Error()); err != nil {
+					ev.Note = joinNote(ev.Note, fmt.Sprintf("journal refused action %d: %v", e.N, err))
+				}
 			} else {
 				res, aerr = s.Part.ApplyAction(ctx, rec.ID, served, ta)
 			}
