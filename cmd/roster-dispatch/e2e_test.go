@@ -536,7 +536,7 @@ func TestPausedAndCorruptWorkersHeldOthersRun(t *testing.T) {
 
 func TestSecondDispatcherExits11AndSIGTERMLeavesBoxes(t *testing.T) {
 	e := newEnv(t, "")
-	e.worker("dobby", `while [ ! -e ~/store/go ]; do sleep 0.1; done; roster-task complete`)
+	e.worker("dobby", `echo waiting; while [ ! -e ~/store/go ]; do sleep 0.1; done; echo going; roster-task complete`)
 	task := e.add("dobby", "outlive the dispatcher")
 	d := e.start()
 	eventually(t, "a live box", func() bool { return e.live() == 1 })
@@ -557,6 +557,20 @@ func TestSecondDispatcherExits11AndSIGTERMLeavesBoxes(t *testing.T) {
 	if e.live() != 1 {
 		t.Fatal("the box did not survive the dispatcher's SIGTERM")
 	}
+	// roster-runs log --follow tails the live box and ends with the run.
+	live, _ := runs.LiveBoxes(e.h.Worker("dobby"))
+	var follow bytes.Buffer
+	fc := e.cmd("roster-runs", "log", "--follow", live[0].Run)
+	fc.Stdout = &follow
+	if err := fc.Start(); err != nil {
+		t.Fatal(err)
+	}
 	os.WriteFile(filepath.Join(e.h.Worker("dobby").Store(), "go"), nil, 0o644)
 	eventually(t, "the orphaned box attested", func() bool { return e.events("dobby", tms.EvCompleted, task) == 1 })
+	if err := fc.Wait(); err != nil {
+		t.Fatalf("roster-runs log --follow: %v", err)
+	}
+	if follow.String() != "waiting\ngoing\n" {
+		t.Fatalf("log --follow printed %q", follow.String())
+	}
 }
