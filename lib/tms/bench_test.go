@@ -56,3 +56,18 @@ func benchmarkAdd(b *testing.B, pending int) {
 func BenchmarkAdd0(b *testing.B)     { benchmarkAdd(b, 0) }
 func BenchmarkAdd1000(b *testing.B)  { benchmarkAdd(b, 1000) }
 func BenchmarkAdd10000(b *testing.B) { benchmarkAdd(b, 10000) }
+
+// BenchmarkOpen is what every roster-task verb pays before it touches the
+// partition: the worker spec and org.toml.
+func BenchmarkOpen(b *testing.B) {
+	h := newHome(b, "w")
+	if err := os.WriteFile(h.Dir+"/workers/w.toml", []byte("heartbeat = \"off\"\nuid = 200001\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := Open(h, "w", Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package tms
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -22,8 +23,10 @@ import (
 // HTML escaping off), pinned by FuzzFastDecode and TestFastEncodeMatchesJSON.
 
 type fdec struct {
-	b []byte
-	i int
+	b    []byte
+	i    int
+	raw  *rawFile // keep tasks encoded
+	skip bool     // check strings but do not keep them (a raw task's fields)
 }
 
 func (d *fdec) ws() {
@@ -90,11 +93,15 @@ func (d *fdec) str(p *string) bool {
 		return false
 	}
 	if !special {
-		*p = string(s)
+		if !d.skip {
+			*p = string(s)
+		}
 		return true
 	}
 	if !bytes.Contains(s, []byte{'\\'}) && utf8.Valid(s) {
-		*p = string(s)
+		if !d.skip {
+			*p = string(s)
+		}
 		return true
 	}
 	// Escapes or invalid UTF-8: encoding/json's own rules.
@@ -280,7 +287,11 @@ func (d *fdec) task(t *Task) bool {
 	return d.object(func(k []byte, seen *uint32) bool {
 		switch string(k) {
 		case "id":
-			return once(seen, 0) && d.str(&t.ID)
+			skip := d.skip
+			d.skip = false
+			ok := once(seen, 0) && d.str(&t.ID)
+			d.skip = skip
+			return ok
 		case "text":
 			return once(seen, 1) && d.str(&t.Text)
 		case "kind":
@@ -373,10 +384,102 @@ func (d *fdec) template(t *Template) bool {
 	})
 }
 
+// rawFile is tasks.json's tasks array as read: each task's encoded
+// object, checked exactly as decodeFast checks it, and its id.
+type rawFile struct {
+	data  []byte
+	tasks [][]byte
+	ids   map[string]bool
+	added []Task // appended by this change
+}
+
+func (d *fdec) rawTasks() bool {
+	n := bytes.Count(d.b, []byte{'\n'})
+	d.raw.tasks = make([][]byte, 0, n)
+	d.raw.ids = make(map[string]bool, n)
+	d.skip = true
+	defer func() { d.skip = false }()
+	return d.array(func() bool {
+		var t Task
+		d.ws()
+		start := d.i
+		if !d.task(&t) || t.ID == "" || d.raw.ids[t.ID] {
+			return false // DecodeFile words the refusal
+		}
+		d.raw.ids[t.ID] = true
+		d.raw.tasks = append(d.raw.tasks, d.b[start:d.i])
+		return true
+	})
+}
+
+// decodeRaw reads tasks.json as decodeFast and DecodeFile do, keeping the
+// tasks encoded. ok=false: the caller must use DecodeFile (which reads the
+// file or words its refusal).
+func decodeRaw(data []byte) (*rawFile, *File, bool) {
+	d := &fdec{b: data, raw: &rawFile{data: data}}
+	f, hasFormat, ok := d.file()
+	if !ok || !hasFormat || f.Format != Format || f.Version < 0 {
+		return nil, nil, false
+	}
+	seen := make(map[string]bool, len(f.Templates))
+	for i := range f.Templates {
+		if id := f.Templates[i].ID; id == "" || seen[id] {
+			return nil, nil, false
+		}
+		seen[f.Templates[i].ID] = true
+	}
+	return d.raw, f, true
+}
+
+func (r *rawFile) has(id string) bool {
+	if r.ids[id] {
+		return true
+	}
+	for i := range r.added {
+		if r.added[i].ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// encodeEntries is encodeEntries of the file these tasks (and templates)
+// make: the same bytes when the tasks were read in the writer's own form.
+func (r *rawFile) encodeEntries(templates []Template) ([]byte, error) {
+	n := 64 + len(templates)*256 + len(r.added)*256
+	for _, t := range r.tasks {
+		n += len(t) + 2
+	}
+	b := make([]byte, 0, n)
+	b = append(b, "\n\"tasks\":["...)
+	for i, t := range r.tasks {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '\n')
+		b = append(b, t...)
+	}
+	var err error
+	for i := range r.added {
+		if i > 0 || len(r.tasks) > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '\n')
+		if b, err = appendTask(b, &r.added[i]); err != nil {
+			return nil, fmt.Errorf("task %s: %w", r.added[i].ID, err)
+		}
+	}
+	return appendTemplates(b, templates)
+}
+
 // decodeFast reads a tasks.json the way json.Unmarshal into File would, or
 // says ok=false. hasFormat tells whether the "format" key was there.
 func decodeFast(data []byte) (f *File, hasFormat, ok bool) {
-	d := &fdec{b: data}
+	return (&fdec{b: data}).file()
+}
+
+func (d *fdec) file() (f *File, hasFormat, ok bool) {
+	data := d.b
 	f = new(File)
 	ok = d.object(func(k []byte, seen *uint32) bool {
 		switch string(k) {
@@ -393,6 +496,9 @@ func decodeFast(data []byte) (f *File, hasFormat, ok bool) {
 		case "tasks":
 			if !once(seen, 2) {
 				return false
+			}
+			if d.raw != nil {
+				return d.rawTasks()
 			}
 			f.Tasks = make([]Task, 0, bytes.Count(data, []byte{'\n'})) // the writer puts one entry a line
 			return d.array(func() bool {

@@ -195,3 +195,39 @@ func TestScheduleIsTasksFilePlusWorkerAndNow(t *testing.T) {
 		t.Fatal("no worker in schedule.json")
 	}
 }
+
+// Add keeps the tasks it does not touch encoded as read: in the writer's
+// form the file is exactly what a full encode writes; in any other form
+// encoding/json reads the same tasks as before plus the new one.
+func TestAddKeepsOtherTasksAsReadAndTheFileEqual(t *testing.T) {
+	p, _ := open(t, newHome(t, "w"), "w")
+	a := mustAdd(t, p, NewTask{Text: "a <&> \"q\"\n é"})
+	mustAdd(t, p, NewTask{Text: "b", After: []string{a.ID}, At: &t0})
+	data, _ := os.ReadFile(p.W.TasksFile())
+	f, err := DecodeFile("tasks.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := encodeFile(f, "", time.Time{}); !bytes.Equal(data, want) {
+		t.Fatalf("tasks.json after add:\n%s\nfull encode:\n%s", data, want)
+	}
+	if len(f.Tasks) != 2 || f.Version != 2 || !reflect.DeepEqual(f.Tasks[1].DependsOn, []string{a.ID}) {
+		t.Fatalf("file = %+v", f)
+	}
+
+	// Another form (spaces, other key order, escapes): read the same.
+	other := `{"version": 2, "format": 1, "templates": [], "tasks": [
+	  {"text": "caf\u00e9 \"x\"", "id": "t-2026-01-01-00-00-00-aaaa", "kind": "filed", "standing": "owner",
+	   "state": "pending", "created_at": "2026-01-01T01:00:00+01:00", "priority": 2, "by": "owner", "attempts": 0,
+	   "settled": {"t-b": "failed", "t-a": "completed"}, "depends_on": ["t-a", "t-b"]}]}`
+	os.WriteFile(p.W.TasksFile(), []byte(other), 0o600)
+	before, err := DecodeFile("tasks.json", []byte(other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mustAdd(t, p, NewTask{Text: "c"})
+	after := mustRead(t, p)
+	if len(after.Tasks) != 2 || !reflect.DeepEqual(after.Tasks[0], before.Tasks[0]) || after.Tasks[1].ID != c.ID || after.Version != 3 {
+		t.Fatalf("after add: %+v\nbefore: %+v", after.Tasks, before.Tasks)
+	}
+}

@@ -113,7 +113,7 @@ func (p *Partition) Add(ctx context.Context, nt NewTask) (Task, error) {
 			return Task{}, err
 		}
 	}
-	t, err := p.begin(ctx)
+	t, err := p.beginRaw(ctx, true)
 	if err != nil {
 		return Task{}, err
 	}
@@ -131,7 +131,11 @@ func (p *Partition) Add(ctx context.Context, nt NewTask) (Task, error) {
 		return Task{}, err
 	}
 	task.ID = t.newTaskID()
-	t.f.Tasks = append(t.f.Tasks, task)
+	if t.raw != nil {
+		t.raw.added = append(t.raw.added, task)
+	} else {
+		t.f.Tasks = append(t.f.Tasks, task)
+	}
 	if _, err := t.emit(Line{Event: EvFiled, Task: task.ID, By: nt.By, Records: []Record{taskRec(task, false)}}, true); err != nil {
 		return Task{}, err
 	}
@@ -150,7 +154,7 @@ func (p *Partition) Relay(ctx context.Context, channel, from, text string) (Task
 func (t *txn) newTaskID() string {
 	for {
 		id := home.NewTaskID(t.now)
-		if t.f.Task(id) == nil {
+		if !t.hasTask(id) {
 			return id
 		}
 	}
@@ -160,11 +164,11 @@ func (t *txn) newTaskID() string {
 // finished ones in the journal; an unknown dependency is exit 2.
 func (t *txn) resolveDeps(task *Task, after []string) error {
 	var finished map[string]Task
-	ids := make([]string, len(t.f.Tasks))
-	for i := range t.f.Tasks {
-		ids[i] = t.f.Tasks[i].ID
-	}
 	task.DependsOn = nil
+	if len(after) == 0 {
+		return nil
+	}
+	ids := t.taskIDs()
 	for _, a := range after {
 		id, err := home.Resolve("task", a, ids)
 		if err == nil {
@@ -204,6 +208,33 @@ func (t *txn) resolveDeps(task *Task, after []string) error {
 		task.Settled[id] = finished[id].State
 	}
 	return nil
+}
+
+// hasTask tells whether tasks.json (as this change leaves it) holds id.
+func (t *txn) hasTask(id string) bool {
+	if t.raw != nil {
+		return t.raw.has(id)
+	}
+	return t.f.Task(id) != nil
+}
+
+// taskIDs lists the ids of tasks.json's tasks.
+func (t *txn) taskIDs() []string {
+	if t.raw != nil {
+		ids := make([]string, 0, len(t.raw.ids)+len(t.raw.added))
+		for id := range t.raw.ids {
+			ids = append(ids, id)
+		}
+		for i := range t.raw.added {
+			ids = append(ids, t.raw.added[i].ID)
+		}
+		return ids
+	}
+	ids := make([]string, len(t.f.Tasks))
+	for i := range t.f.Tasks {
+		ids[i] = t.f.Tasks[i].ID
+	}
+	return ids
 }
 
 func contains(s []string, v string) bool {

@@ -96,6 +96,7 @@ type txn struct {
 	now     time.Time
 	out     [][]byte
 	changed bool
+	raw     *rawFile // tasks.json's tasks still encoded; t.f then has no Tasks
 }
 
 func refused(path string, format string, args ...any) error {
@@ -107,6 +108,15 @@ func refused(path string, format string, args ...any) error {
 // journal is ahead (a crash between the journal append and the replace).
 // A corrupt tasks.json or journal is refused (exit 14) and left untouched.
 func (p *Partition) begin(ctx context.Context) (*txn, error) {
+	return p.beginRaw(ctx, false)
+}
+
+// beginRaw is begin; with raw, tasks.json's tasks are validated as usual
+// but kept as their encoded bytes (t.raw) instead of decoded into t.f, for
+// a change that only appends a task (Add). It falls back to a decoded
+// file (t.raw nil) when tasks.json is not in the writer's form or must be
+// rolled forward.
+func (p *Partition) beginRaw(ctx context.Context, raw bool) (*txn, error) {
 	if err := p.ensureDirs(); err != nil {
 		return nil, err
 	}
@@ -121,7 +131,12 @@ func (p *Partition) begin(ctx context.Context) (*txn, error) {
 			t.end()
 		}
 	}()
-	f, err := readFile(p.W.TasksFile())
+	var f *File
+	if raw {
+		t.raw, f, err = readRaw(p.W.TasksFile())
+	} else {
+		f, err = readFile(p.W.TasksFile())
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -142,6 +157,12 @@ func (p *Partition) begin(ctx context.Context) (*txn, error) {
 	case t.ver < f.Version:
 		return nil, refused(p.W.TasksFile(), "version %d is ahead of the journal's last version %d", f.Version, t.ver)
 	case t.ver > f.Version:
+		if t.raw != nil {
+			if t.f, err = DecodeFile(p.W.TasksFile(), t.raw.data); err != nil {
+				return nil, err
+			}
+			t.raw = nil
+		}
 		if err := t.rollForward(); err != nil {
 			return nil, err
 		}
@@ -326,12 +347,23 @@ func (t *txn) commit() error {
 		return nil
 	}
 	t.f.Version = t.ver
-	return t.p.writeViews(t.f, t.now)
+	return t.p.writeViewsRaw(t.f, t.raw, t.now)
 }
 
 func (p *Partition) writeViews(f *File, now time.Time) error {
+	return p.writeViewsRaw(f, nil, now)
+}
+
+// writeViewsRaw writes f, whose tasks are raw's (when raw is not nil).
+func (p *Partition) writeViewsRaw(f *File, raw *rawFile, now time.Time) error {
 	f.Format = Format
-	body, err := encodeEntries(f)
+	var body []byte
+	var err error
+	if raw != nil {
+		body, err = raw.encodeEntries(f.Templates)
+	} else {
+		body, err = encodeEntries(f)
+	}
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", p.W.TasksFile(), err)
 	}
@@ -366,14 +398,21 @@ func encodeEntries(f *File) ([]byte, error) {
 			return nil, fmt.Errorf("task %s: %w", f.Tasks[i].ID, err)
 		}
 	}
+	return appendTemplates(b, f.Templates)
+}
+
+// appendTemplates closes the tasks array and writes the templates and the
+// end of the file.
+func appendTemplates(b []byte, ts []Template) ([]byte, error) {
 	b = append(b, "\n],\n\"templates\":["...)
-	for i := range f.Templates {
+	var err error
+	for i := range ts {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, '\n')
-		if b, err = appendTemplate(b, &f.Templates[i]); err != nil {
-			return nil, fmt.Errorf("template %s: %w", f.Templates[i].ID, err)
+		if b, err = appendTemplate(b, &ts[i]); err != nil {
+			return nil, fmt.Errorf("template %s: %w", ts[i].ID, err)
 		}
 	}
 	return append(b, "\n]}\n"...), nil
@@ -403,6 +442,24 @@ func readFile(path string) (*File, error) {
 		return nil, refused(path, "cannot read: %v", err)
 	}
 	return DecodeFile(path, data)
+}
+
+// readRaw is readFile keeping the tasks encoded (raw) when the file is in
+// the writer's form; otherwise raw is nil and the decoded file is
+// returned, or the refusal.
+func readRaw(path string) (*rawFile, *File, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &File{Format: Format}, nil
+	}
+	if err != nil {
+		return nil, nil, refused(path, "cannot read: %v", err)
+	}
+	if r, f, ok := decodeRaw(data); ok {
+		return r, f, nil
+	}
+	f, err := DecodeFile(path, data)
+	return nil, f, err
 }
 
 // DecodeFile parses the text of a tasks.json (or schedule.json); name

@@ -79,6 +79,11 @@ func TestCorruptTasksJSONIsRefusedAndLeftUntouched(t *testing.T) {
 		"corrupt":        `{"format":1,"version":3,"tasks":[{"id":`,
 		"unknown format": `{"format":2,"version":3,"tasks":[],"templates":[]}`,
 		"no format":      `{"version":3}`,
+		"wrong type":     `{"format":1,"version":3,"tasks":[{"id":"t-a","priority":"high"}],"templates":[]}`,
+		"bad time":       `{"format":1,"version":3,"tasks":[{"id":"t-a","created_at":"noon"}],"templates":[]}`,
+		"duplicate id":   `{"format":1,"version":3,"tasks":[{"id":"t-a"},{"id":"t-a"}],"templates":[]}`,
+		"no id":          `{"format":1,"version":3,"tasks":[{"text":"x"}],"templates":[]}`,
+		"negative":       `{"format":1,"version":-3,"tasks":[],"templates":[]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			p, _ := open(t, newHome(t, "dobby"), "dobby")
