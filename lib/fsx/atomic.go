@@ -21,7 +21,10 @@ import (
 // new file's mode is perm exactly: neither the umask nor the old file's
 // mode applies (renameio.WriteFile would keep the old mode).
 func WriteFile(path string, data []byte, perm os.FileMode) error {
-	t, err := renameio.NewPendingFile(path, renameio.WithStaticPermissions(perm))
+	// WithTempDir: without it renameio writes the temporary file in
+	// $TMPDIR whenever that is on the same filesystem, after probing
+	// with two extra files.
+	t, err := renameio.NewPendingFile(path, renameio.WithStaticPermissions(perm), renameio.WithTempDir(filepath.Dir(path)))
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
