@@ -71,3 +71,34 @@ func BenchmarkOpen(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkDecode10000(b *testing.B) {
+	h := newHome(b, "w")
+	seedPending(b, h, "w", 10000)
+	data, err := os.ReadFile(h.Worker("w").TasksFile())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.Run("raw", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, _, ok := decodeRaw(data); !ok {
+				b.Fatal("slow path")
+			}
+		}
+	})
+	b.Run("fast", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, _, ok := decodeFast(data); !ok {
+				b.Fatal("slow path")
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := decodeSlow("x", data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

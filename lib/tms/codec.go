@@ -57,6 +57,15 @@ func (d *fdec) eat(c byte) bool {
 	return false
 }
 
+// plainByte: a byte that stands for itself inside a string (printable
+// ASCII other than the quote and the backslash).
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // strSpan scans a string token; it returns its contents and whether they
 // hold an escape or a non-ASCII byte (which need encoding/json's rules).
 func (d *fdec) strSpan() (s []byte, special, ok bool) {
@@ -65,6 +74,12 @@ func (d *fdec) strSpan() (s []byte, special, ok bool) {
 	}
 	start := d.i
 	for d.i < len(d.b) {
+		for d.i < len(d.b) && plainByte[d.b[d.i]] {
+			d.i++
+		}
+		if d.i == len(d.b) {
+			break
+		}
 		c := d.b[d.i]
 		switch {
 		case c == '"':
@@ -399,8 +414,9 @@ func (d *fdec) rawTasks() bool {
 	d.raw.ids = make(map[string]bool, n)
 	d.skip = true
 	defer func() { d.skip = false }()
+	var t Task
 	return d.array(func() bool {
-		var t Task
+		t = Task{}
 		d.ws()
 		start := d.i
 		if !d.task(&t) || t.ID == "" || d.raw.ids[t.ID] {
