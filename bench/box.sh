@@ -45,6 +45,12 @@ jq --argjson m "$mounts" --argjson uid "$uid" '
   | .mounts = ([.mounts[] | select(.destination=="/proc" or .destination=="/dev" or .destination=="/dev/pts" or .destination=="/dev/shm")] + $m)
   | .linux.namespaces += [{"type":"cgroup"}]' "$b/config.json" >"$b/config.json.new" && mv "$b/config.json.new" "$b/config.json"
 runc --root "$work/runc-state" run -b "$b" bench-check >/dev/null </dev/null || { echo "bench/box.sh: runc cannot run the bundle" >&2; exit 1; }
+# The same bundle with roster-box's pid 1 (the reaper, roster-task box-init)
+# in front of /bin/true: what the box's reaper costs runc.
+b2="$work/bundle-reaper"; mkdir -p "$b2"
+jq --arg r "$b/rootfs" '.root.path=$r | .process.args=["/opt/roster/bin/roster-task","box-init","--","/bin/true"] | .process.env += ["ROSTER_OUTBOX=/home/worker/self/outbox"]' \
+  "$b/config.json" >"$b2/config.json"
+runc --root "$work/runc-state" run -b "$b2" bench-check2 >/dev/null </dev/null || { echo "bench/box.sh: runc cannot run the reaper bundle" >&2; exit 1; }
 
 bw="bwrap --unshare-all --die-with-parent --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/sbin /sbin \
 --ro-bind $work/etc /etc --ro-bind /etc/ssl/certs /etc/ssl/certs --proc /proc --dev /dev --tmpfs /tmp --tmpfs /run --tmpfs /home/worker \
@@ -56,10 +62,11 @@ echo "== a trivial box, start to exit ($RUNS runs each, 2 warm-up)"
 hyperfine -N -w 2 -r "$RUNS" --export-json "$work/h.json" \
   -n roster-box "$work/bin/roster-box run bench -- /bin/true" \
   -n runc "runc --root $work/runc-state run -b $b bench" \
+  -n runc+reaper "runc --root $work/runc-state run -b $b2 bench2" \
   -n bwrap "$bw" >/dev/null
 jq -r '.results[] | [.command, (.median*1000), (.mean*1000), (.stddev*1000)] | @tsv' "$work/h.json" |
   awk -F'\t' 'BEGIN{printf "%-12s %10s %10s %10s\n","tool","median ms","mean ms","stddev"} {printf "%-12s %10.1f %10.1f %10.1f\n",$1,$2,$3,$4; m[$1]=$2}
-  END{printf "ratio roster-box/runc  %.2fx (target <= 1.0)\nratio roster-box/bwrap %.2fx\n", m["roster-box"]/m["runc"], m["roster-box"]/m["bwrap"]}'
+  END{printf "ratio roster-box/runc  %.2fx (target <= 1.0)\nratio roster-box/runc+reaper %.2fx (the same pid 1 in both)\nratio roster-box/bwrap %.2fx\n", m["roster-box"]/m["runc"], m["roster-box"]/m["runc+reaper"], m["roster-box"]/m["bwrap"]}'
 
 echo "== supervisor peak memory (max RSS of roster-box run, one trivial box)"
 /usr/bin/time -f "%M KiB" "$work/bin/roster-box" run bench -- /bin/true 2>&1 >/dev/null | tail -n 1

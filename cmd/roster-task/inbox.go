@@ -137,6 +137,23 @@ func submit(env *cli.Env, a *outbox.Action) (*outbox.Outcome, error) {
 	return o, &errs.Exit{Code: code}
 }
 
+// init runs the box's pid 1 (`roster-task box-init -- CMD...` inside a
+// box) before the command-line grammar is built: it is on the start path
+// of every box, and needs none of it.
+func init() {
+	if len(os.Args) > 2 && os.Args[1] == "box-init" && os.Args[2] == "--" && os.Getenv("ROSTER_OUTBOX") != "" {
+		os.Exit(boxInit(os.Stderr, os.Args[3:]))
+	}
+}
+
+func boxInit(stderr io.Writer, args []string) int {
+	code, err := reaper.Run(args, os.Environ())
+	if err != nil {
+		fmt.Fprintf(stderr, "roster-task: box-init: %s: %v\n", strconv.Quote(firstOr(args)), err)
+	}
+	return code
+}
+
 // InboxBoxInitCmd is the hidden pid 1 of every box.
 type InboxBoxInitCmd struct {
 	Command []string `arg:"" passthrough:"" help:"The command (after --)."`
@@ -147,11 +164,7 @@ func (c *InboxBoxInitCmd) Run(env *cli.Env) error {
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
-	code, err := reaper.Run(args, os.Environ())
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "%s: box-init: %s: %v\n", env.Name, strconv.Quote(firstOr(args)), err)
-	}
-	return &errs.Exit{Code: code}
+	return &errs.Exit{Code: boxInit(env.Stderr, args)}
 }
 
 func firstOr(s []string) string {

@@ -40,6 +40,29 @@ type Box struct {
 // $HOME/self/briefing.md. The worker's store lock is held shared while the
 // mounts are made, so a restore happens wholly before or after.
 func Launch(ctx context.Context, s *Spec, briefing []byte, io Stdio) (*Box, error) {
+	return LaunchAfter(ctx, s, briefing, io, nil)
+}
+
+// LaunchAfter is Launch with a gate: ready (if not nil) runs while the box
+// is being prepared and must succeed before the container starts; its
+// error aborts the start and is returned as it is. The supervisor writes
+// box.json and re-checks the claim there, off the start's critical path.
+func LaunchAfter(ctx context.Context, s *Spec, briefing []byte, io Stdio, ready func() error) (*Box, error) {
+	gate := make(chan error, 1)
+	if ready == nil {
+		gate <- nil
+	} else {
+		go func() { gate <- ready() }()
+	}
+	b, err := launch(ctx, s, briefing, io, gate)
+	if err != nil && ready != nil {
+		<-gate // never leave ready running past the return
+		gate <- nil
+	}
+	return b, err
+}
+
+func launch(ctx context.Context, s *Spec, briefing []byte, io Stdio, gate chan error) (*Box, error) {
 	if len(s.Command) == 0 {
 		return nil, errs.New(errs.ErrUsage, "worker "+s.Worker+": no command to run (set command in its spec, or give one after --)")
 	}
@@ -87,6 +110,13 @@ func Launch(ctx context.Context, s *Spec, briefing []byte, io Stdio) (*Box, erro
 		Stderr: io.Stderr,
 		Init:   true,
 	}
+	if err := <-gate; err != nil {
+		gate <- nil
+		c.Destroy()
+		RemoveScratch(s.Run)
+		return nil, err
+	}
+	gate <- nil
 	if err := c.Run(p); err != nil {
 		c.Destroy()
 		RemoveScratch(s.Run)

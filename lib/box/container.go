@@ -11,7 +11,6 @@ import (
 	devconf "github.com/opencontainers/cgroups/devices/config"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
-	"github.com/opencontainers/runc/libcontainer/specconv"
 	"golang.org/x/sys/unix"
 
 	"github.com/roster-sh/roster/lib/home"
@@ -96,12 +95,6 @@ func containerConfig(s *Spec, rootfs, etc, self string) *configs.Config {
 		res.CpuPeriod = 100000
 		res.CpuQuota = int64(s.CPUs * 100000)
 	}
-	var devices []*devconf.Device
-	for _, d := range specconv.AllowedDevices {
-		if d.Path != "" { // the nodes made in the box's /dev
-			devices = append(devices, d)
-		}
-	}
 	res.Devices = DeviceRules()
 	return &configs.Config{
 		Rootfs:          rootfs,
@@ -111,7 +104,7 @@ func containerConfig(s *Spec, rootfs, etc, self string) *configs.Config {
 		Namespaces:      ns,
 		Networks:        networks,
 		Mounts:          mounts,
-		Devices:         devices,
+		Devices:         deviceNodes(),
 		Hostname:        hostname(s),
 		Seccomp:         seccompProfile(),
 		Cgroups: &cgroups.Cgroup{
@@ -159,6 +152,22 @@ func createContainer(s *Spec, cfg *configs.Config) (*libcontainer.Container, err
 // ptmx and the pts terminals. runc's default list also allows mknod of any
 // device and /dev/net/tun; a box gets neither.
 var allowedDevices = [][2]int64{{1, 3}, {1, 5}, {1, 7}, {1, 8}, {1, 9}, {5, 0}, {5, 2}, {136, devconf.Wildcard}}
+
+// deviceNodes are the nodes made in the box's /dev (mode 0666, root's):
+// null, zero, full, random, urandom and tty (what runc makes by default;
+// ptmx is a link into /dev/pts).
+func deviceNodes() []*devconf.Device {
+	nodes := []struct {
+		path         string
+		major, minor int64
+	}{{"/dev/null", 1, 3}, {"/dev/zero", 1, 5}, {"/dev/full", 1, 7}, {"/dev/random", 1, 8}, {"/dev/urandom", 1, 9}, {"/dev/tty", 5, 0}}
+	var ds []*devconf.Device
+	for _, n := range nodes {
+		ds = append(ds, &devconf.Device{Path: n.path, FileMode: 0o666,
+			Rule: devconf.Rule{Type: devconf.CharDevice, Major: n.major, Minor: n.minor, Permissions: "rwm", Allow: true}})
+	}
+	return ds
+}
 
 // DeviceRules is the box's device cgroup: deny everything, then allow
 // read, write and mknod of the allowedDevices (v1: devices.deny and

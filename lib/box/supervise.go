@@ -2,6 +2,7 @@ package box
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -66,9 +67,6 @@ func (s *Supervision) Supervise(ctx context.Context) (*runs.Record, Exit, error)
 	if err != nil {
 		return nil, Exit{}, err
 	}
-	if err := runs.WriteBoxInfo(sp.RunDir, info); err != nil {
-		return nil, Exit{}, err
-	}
 	defer os.Remove(home.BoxJSON(sp.RunDir))
 	ev := runs.Evidence{Report: "none"}
 	end := func(ended, note string) {
@@ -81,20 +79,26 @@ func (s *Supervision) Supervise(ctx context.Context) (*runs.Record, Exit, error)
 		rec.Cost.WallSeconds = now.Sub(started).Seconds()
 	}
 
-	if s.Task != nil {
+	// box.json is made durable, then the claim re-checked, while the box
+	// is prepared; the container starts only after both (ready). A claim
+	// gone by then is recorded canceled and nothing starts.
+	errClaimGone := errors.New("claim gone before start")
+	ready := func() error {
+		if err := runs.WriteBoxInfo(sp.RunDir, info); err != nil {
+			return err
+		}
+		if s.Task == nil {
+			return nil
+		}
 		ok, err := s.Part.StillClaimed(ctx, taskID, sp.Run)
-		if err != nil {
-			return rec, Exit{}, err
+		if err == nil && !ok {
+			err = errClaimGone
 		}
-		if !ok {
-			end("error", "claim gone before start")
-			rec.Attested, rec.Evidence = tms.AttestedCanceled, &ev
-			return rec, Exit{}, runs.WriteRecord(sp.RunDir, rec)
-		}
+		return err
 	}
 
-	// The start's records are written while the box starts (box.json is
-	// already durable; the box reads its briefing from the scratch copy).
+	// The start's records are written while the box starts (the box reads
+	// its briefing from the scratch copy).
 	md, recall := CompileBriefing(s.Briefing)
 	first := *rec
 	wrote := make(chan error, 1)
@@ -149,7 +153,7 @@ func (s *Supervision) Supervise(ctx context.Context) (*runs.Record, Exit, error)
 		pumps <- struct{}{}
 	}
 
-	b, lerr := Launch(ctx, sp, md, stdio)
+	b, lerr := LaunchAfter(ctx, sp, md, stdio, ready)
 	outW.Close()
 	if errW != nil {
 		errW.Close()
@@ -159,6 +163,12 @@ func (s *Supervision) Supervise(ctx context.Context) (*runs.Record, Exit, error)
 		<-pumps
 		tr.Close()
 		waitWrote()
+		if errors.Is(lerr, errClaimGone) {
+			end("error", errClaimGone.Error())
+			rec.Attested, rec.Evidence = tms.AttestedCanceled, &ev
+			rec.Report.Status = ev.Report
+			return rec, Exit{}, runs.WriteRecord(sp.RunDir, rec)
+		}
 		end("error", "box did not start: "+lerr.Error())
 		s.finish(ctx, rec, &ev)
 		return rec, Exit{Code: -1}, lerr
