@@ -70,6 +70,9 @@ func launch(ctx context.Context, s *Spec, briefing []byte, io Stdio, gate chan e
 	if !ok || reaper == "" {
 		return nil, fmt.Errorf("%s not found: the box's pid 1 and actions need it beside roster-box", ReaperTool)
 	}
+	if err := checkHostPaths(s); err != nil {
+		return nil, err
+	}
 	rootfs := s.Rootfs
 	if rootfs == "" {
 		names := make([]string, 0, len(s.Tools))
@@ -246,3 +249,26 @@ func Running(run string) bool {
 }
 
 var _ = runs.Record{}
+
+// checkHostPaths refuses, before anything is created, a spec whose rootfs
+// or granted folders are missing on the host (libcontainer would fail
+// half-way with its own words).
+func checkHostPaths(s *Spec) error {
+	where := "workers/" + s.Worker + ".toml"
+	if s.Rootfs != "" {
+		if st, err := os.Stat(s.Rootfs); err != nil || !st.IsDir() {
+			return fmt.Errorf("worker %s: rootfs %s is not a folder on this host (fix rootfs in %s)", s.Worker, s.Rootfs, where)
+		}
+	}
+	for _, c := range s.Connections {
+		if _, err := os.Stat(c.Path); err != nil {
+			why := "does not exist"
+			var pe *os.PathError
+			if !errors.Is(err, os.ErrNotExist) && errors.As(err, &pe) {
+				why = "cannot be reached: " + pe.Err.Error()
+			}
+			return fmt.Errorf("worker %s: connection %s: host path %s %s (fix or remove it in %s)", s.Worker, c.Name, c.Path, why, where)
+		}
+	}
+	return nil
+}
