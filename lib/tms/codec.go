@@ -461,12 +461,12 @@ func (r *rawFile) has(id string) bool {
 
 // encodeEntries is encodeEntries of the file these tasks (and templates)
 // make: the same bytes when the tasks were read in the writer's own form.
-func (r *rawFile) encodeEntries(templates []Template) ([]byte, error) {
-	n := 64 + len(templates)*256 + len(r.added)*256
+func (r *rawFile) encodeEntries(room int, templates []Template) ([]byte, error) {
+	n := room + 64 + len(templates)*256 + len(r.added)*256
 	for _, t := range r.tasks {
 		n += len(t) + 2
 	}
-	b := make([]byte, 0, n)
+	b := make([]byte, room, n)
 	b = append(b, "\n\"tasks\":["...)
 	for i, t := range r.tasks {
 		if i > 0 {

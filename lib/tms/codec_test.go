@@ -231,3 +231,14 @@ func TestAddKeepsOtherTasksAsReadAndTheFileEqual(t *testing.T) {
 		t.Fatalf("after add: %+v\nbefore: %+v", after.Tasks, before.Tasks)
 	}
 }
+
+func TestWithHeadPutsAnyHeadBeforeTheEntries(t *testing.T) {
+	body := []byte(`"tasks":[]}`)
+	for _, n := range []int{0, 10, headRoom, headRoom + 1, 3 * headRoom} {
+		buf := append(make([]byte, headRoom), body...)
+		head := bytes.Repeat([]byte("h"), n)
+		if got := withHead(buf, head); string(got) != string(head)+string(body) {
+			t.Fatalf("head of %d bytes: %q", n, got)
+		}
+	}
+}

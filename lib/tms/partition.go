@@ -355,38 +355,56 @@ func (p *Partition) writeViews(f *File, now time.Time) error {
 }
 
 // writeViewsRaw writes f, whose tasks are raw's (when raw is not nil).
+// The entries are encoded once, after room for a head: each file is its
+// head written into that room, then the same bytes.
 func (p *Partition) writeViewsRaw(f *File, raw *rawFile, now time.Time) error {
 	f.Format = Format
-	var body []byte
+	var buf []byte
 	var err error
 	if raw != nil {
-		body, err = raw.encodeEntries(f.Templates)
+		buf, err = raw.encodeEntries(headRoom, f.Templates)
 	} else {
-		body, err = encodeEntries(f)
+		buf, err = encodeEntries(headRoom, f)
 	}
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", p.W.TasksFile(), err)
 	}
-	if err := fsx.WriteFile(p.W.TasksFile(), fileBytes(f, "", now, body), 0o600); err != nil {
+	if err := fsx.WriteFile(p.W.TasksFile(), withHead(buf, fileHead(f, "", now)), 0o600); err != nil {
 		return err
 	}
-	return fsx.WriteFile(p.W.Schedule(), fileBytes(f, p.Name, now, body), 0o644)
+	// tasks.json is written: its head's room may now take schedule.json's.
+	return fsx.WriteFile(p.W.Schedule(), withHead(buf, fileHead(f, p.Name, now)), 0o644)
+}
+
+// headRoom is the room encodeEntries leaves before the entries: enough
+// for schedule.json's head (a worker name is at most 63 bytes).
+const headRoom = 256
+
+// withHead puts head right before the entries in buf's room.
+func withHead(buf, head []byte) []byte {
+	if len(head) > headRoom {
+		return append(head, buf[headRoom:]...)
+	}
+	start := headRoom - len(head)
+	copy(buf[start:], head)
+	return buf[start:]
 }
 
 // encodeFile writes tasks.json (worker == "") or schedule.json; nil if an
 // entry cannot be encoded (a time outside years 0-9999).
 func encodeFile(f *File, worker string, now time.Time) []byte {
-	body, err := encodeEntries(f)
+	body, err := encodeEntries(0, f)
 	if err != nil {
 		return nil
 	}
-	return fileBytes(f, worker, now, body)
+	return append(fileHead(f, worker, now), body...)
 }
 
 // encodeEntries encodes the tasks and templates arrays once, one entry per
-// line (readable by people, cheap to write), for both files.
-func encodeEntries(f *File) ([]byte, error) {
-	b := make([]byte, 0, 64+len(f.Tasks)*256+len(f.Templates)*256)
+// line (readable by people, cheap to write), for both files, after room
+// bytes left for the head.
+func encodeEntries(room int, f *File) ([]byte, error) {
+	b := make([]byte, room, room+64+len(f.Tasks)*256+len(f.Templates)*256)
 	b = append(b, "\n\"tasks\":["...)
 	var err error
 	for i := range f.Tasks {
@@ -418,17 +436,17 @@ func appendTemplates(b []byte, ts []Template) ([]byte, error) {
 	return append(b, "\n]}\n"...), nil
 }
 
-func fileBytes(f *File, worker string, now time.Time, body []byte) []byte {
-	var b bytes.Buffer
-	b.Grow(len(body) + 128)
-	fmt.Fprintf(&b, "{\"format\":%d,\"version\":%d,", Format, f.Version)
+// fileHead is the start of tasks.json (worker == "") or schedule.json, up
+// to the entries.
+func fileHead(f *File, worker string, now time.Time) []byte {
+	b := make([]byte, 0, 160)
+	b = fmt.Appendf(b, "{\"format\":%d,\"version\":%d,", Format, f.Version)
 	if worker != "" {
 		w, _ := json.Marshal(worker)
 		n, _ := json.Marshal(now.UTC())
-		fmt.Fprintf(&b, "\"worker\":%s,\"now\":%s,", w, n)
+		b = fmt.Appendf(b, "\"worker\":%s,\"now\":%s,", w, n)
 	}
-	b.Write(body)
-	return b.Bytes()
+	return b
 }
 
 // readFile reads tasks.json; a missing file is the empty partition at
