@@ -72,30 +72,26 @@ func (d *fdec) strSpan() (s []byte, special, ok bool) {
 	if !d.eat('"') {
 		return nil, false, false
 	}
-	start := d.i
-	for d.i < len(d.b) {
-		for d.i < len(d.b) && plainByte[d.b[d.i]] {
-			d.i++
+	b, start := d.b, d.i
+	for i := start; i < len(b); {
+		for i < len(b) && plainByte[b[i]] {
+			i++
 		}
-		if d.i == len(d.b) {
+		if i >= len(b) {
 			break
 		}
-		c := d.b[d.i]
-		switch {
+		switch c := b[i]; {
 		case c == '"':
-			s = d.b[start:d.i]
-			d.i++
-			return s, special, true
+			d.i = i + 1
+			return b[start:i], special, true
 		case c == '\\':
 			special = true
-			d.i += 2
+			i += 2
 		case c < 0x20:
 			return nil, false, false
-		case c >= 0x80:
+		default: // c >= 0x80
 			special = true
-			d.i++
-		default:
-			d.i++
+			i++
 		}
 	}
 	return nil, false, false
