@@ -13,8 +13,17 @@ WORK=$(mktemp -d /var/tmp/roster-bench-tasks.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
 python3 - "$RT" "$WORK" <<'PY'
-import json, os, statistics, subprocess, sys, time
+import json, os, resource, statistics, subprocess, sys, time
 rt, work = sys.argv[1], sys.argv[2]
+
+def run_timed(argv):
+    """Wall and CPU (user+sys) milliseconds of one run."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(argv, check=True, capture_output=True)
+    wall = (time.perf_counter() - t0) * 1000
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1000
 
 def mkhome(name):
     h = os.path.join(work, name)
@@ -52,24 +61,35 @@ def seed(h, pending, journal_lines):
         f.write(json.dumps({"format": 1, "version": seq, "tasks": tasks, "templates": []}))
 
 def time_adds(h, n=15):
-    ts = []
+    ts, cpu = [], []
     for i in range(n):
-        t0 = time.perf_counter()
-        subprocess.run([rt, "--home", h, "add", "w", "bench add %d" % i], check=True, capture_output=True)
-        ts.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(ts), min(ts), max(ts)
+        wall, c = run_timed([rt, "--home", h, "add", "w", "bench add %d" % i])
+        ts.append(wall)
+        cpu.append(c)
+    return statistics.median(ts), min(ts), max(ts), statistics.median(cpu)
 
 rows = []
 for name, pending, lines in [("0 pending", 0, 0), ("1,000 pending", 1000, 1000),
                              ("10,000 pending", 10000, 10000), ("10 pending, 100,000-line journal", 10, 100000)]:
     h = mkhome(name.replace(" ", "_").replace(",", ""))
     seed(h, pending, lines)
-    med, lo, hi = time_adds(h)
-    rows.append((name, med, lo, hi))
-print("roster-task add, wall time per invocation (ms; 15 runs)")
-print("%-36s %8s %8s %8s" % ("partition", "median", "min", "max"))
+    med, lo, hi, cpu = time_adds(h)
+    rows.append((name, med, lo, hi, cpu))
+print("roster-task add, wall time per invocation (ms; 15 runs) and CPU time (user+sys, median)")
+print("%-36s %8s %8s %8s %8s" % ("partition", "median", "min", "max", "cpu"))
 for r in rows:
-    print("%-36s %8.1f %8.1f %8.1f" % r)
+    print("%-36s %8.1f %8.1f %8.1f %8.1f" % r)
+# The floor every invocation pays before it touches a partition: process
+# start-up (runtime, package init, the command-line grammar).
+floor = [("/bin/true", ["/bin/true"])]
+lock = os.path.join(os.path.dirname(rt), "roster-lock")
+if os.access(lock, os.X_OK):
+    floor.append(("roster-lock --version", [lock, "--version"]))
+floor.append(("roster-task --version", [rt, "--version"]))
+for name, argv in floor:
+    runs = [run_timed(argv) for _ in range(15)]
+    print("start-up floor: %-22s wall %5.1f ms, cpu %5.1f ms (medians)" %
+          (name, statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)))
 base = rows[0][1]
 print("ratio 100,000-line journal / empty partition: %.2f (no growth = ~1)" % (rows[3][1] / base))
 print("targets: <= 10 ms at 1,000 pending (%s), <= 50 ms at 10,000 (%s)" %
