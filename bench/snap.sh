@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# bench/snap.sh — roster-snap against the tools a user would otherwise
+# pick, side by side in one run on the same generated store: 100,000 files
+# of 1–6 KiB in 1,000 folders (NFILES, NDIRS to change).
+#   take, nothing changed:  roster-snap take  vs  rsync -a --link-dest=PREV  vs  cp -al
+#   take, 1% changed:       the same three
+#   restore:                roster-snap restore  vs  rsync -a --delete from the snapshot
+#                           (into the live store, and into an empty folder)
+# Peak memory of roster-snap comes from /usr/bin/time -v when installed.
+# Targets (report only, never pass/fail): 1% changed <= 1.5x cp -al and
+# <= 0.25x rsync; unchanged <= 0.1x rsync; restore <= 1.0x rsync;
+# peak <= 150 MB.
+set -euo pipefail
+BIN=${BIN:-$(pwd)/bin}
+NFILES=${NFILES:-100000}
+NDIRS=${NDIRS:-1000}
+for p in "$BIN/roster-snap" "$(command -v rsync || true)" "$(command -v perl || true)"; do
+	[ -n "$p" ] && [ -x "$p" ] || { echo "bench/snap.sh: missing ${p:-rsync or perl} (make build; make deps)" >&2; exit 1; }
+done
+work=$(mktemp -d /tmp/roster-bench-snap.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+home="$work/home"
+if [ -x "$BIN/roster-task" ] && "$BIN/roster-task" --home "$home" init >/dev/null 2>&1 &&
+	"$BIN/roster-task" --home "$home" worker add bench >/dev/null 2>&1; then
+	:
+else # the tree roster worker add leaves, by hand
+	mkdir -p "$home/data/workers/bench/store/.locks" "$home/data/workers/bench/locks" "$home/data/workers/bench/runs"
+	chmod 1777 "$home/data/workers/bench/locks"
+	: >"$home/data/workers/bench/locks/store"
+fi
+printf '[storage]\nstore.snapshots = 100\nstore.min_free = "0"\n' >"$home/org.toml"
+W="$home/data/workers/bench"
+store="$W/store"
+snap=("$BIN/roster-snap" --home "$home")
+
+echo "generating $NFILES files of 1-6 KiB in $NDIRS folders..."
+perl -e '
+	my ($dir, $n, $d) = @ARGV; srand(42);
+	for my $i (0 .. $d - 1) { mkdir sprintf("%s/d%04d", $dir, $i) or die }
+	for my $i (0 .. $n - 1) {
+		my $p = sprintf("%s/d%04d/f%06d", $dir, $i % $d, $i);
+		open(my $f, ">", $p) or die; print $f "x" x (1024 + int(rand(5 * 1024))); close $f;
+	}' "$store" "$NFILES" "$NDIRS"
+change1pct() { # rewrite 1% of the files (new size and mtime)
+	perl -e '
+		my ($dir, $n, $d, $seed) = @ARGV; srand($seed);
+		for (1 .. $n / 100) {
+			my $i = int(rand($n));
+			my $p = sprintf("%s/d%04d/f%06d", $dir, $i % $d, $i);
+			open(my $f, ">", $p) or die; print $f "y" x (1024 + int(rand(5 * 1024))); close $f;
+		}' "$store" "$NFILES" "$NDIRS" "$1"
+}
+
+now() { echo "$EPOCHREALTIME"; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+peak=0
+timed() { # timed VAR cmd...: wall seconds into VAR; roster-snap's peak RSS noted
+	local var=$1; shift
+	local t0 t1
+	sync
+	t0=$(now)
+	if [ -x /usr/bin/time ] && [[ $1 == */roster-snap ]]; then
+		/usr/bin/time -f '%M' -o "$work/rss" "$@" >"$work/out"
+		local kb; kb=$(tail -1 "$work/rss")
+		[ "$kb" -gt "$peak" ] && peak=$kb
+	else
+		"$@" >"$work/out"
+	fi
+	t1=$(now)
+	printf -v "$var" '%s' "$(secs "$t0" "$t1")"
+}
+
+# Baselines every tool links against.
+timed t_first "${snap[@]}" take bench
+first=$(cat "$work/out")
+rsync -a "$store/" "$work/r0/"
+echo "first full snapshot (a copy of everything): ${t_first}s"
+
+# 1. Nothing changed.
+timed t_un_roster "${snap[@]}" take bench
+[ ! -s "$work/out" ] || { echo "bench/snap.sh: unchanged take made a snapshot" >&2; exit 1; }
+timed t_un_rsync rsync -a --link-dest="$work/r0" "$store/" "$work/r1/"
+timed t_un_cp cp -al "$store" "$work/c1"
+
+# 2. 1% changed.
+change1pct 7
+timed t_ch_roster "${snap[@]}" take bench
+second=$(cat "$work/out")
+timed t_ch_rsync rsync -a --link-dest="$work/r0" "$store/" "$work/r2/"
+timed t_ch_cp cp -al "$store" "$work/c2"
+
+# 3. Restore the first snapshot over the 1%-changed store (roster also
+# takes its pre-restore snapshot and copies every file into new inodes).
+change1pct 8
+timed t_re_roster "${snap[@]}" restore bench --from "$first"
+change1pct 9
+cp -al "$store" "$work/live-for-rsync"
+timed t_re_rsync rsync -a --delete "$W/store-snapshots/$first/store/" "$work/live-for-rsync/"
+timed t_re_rsync_full rsync -a --delete "$W/store-snapshots/$first/store/" "$work/empty-for-rsync/"
+
+echo
+printf '%-34s %10s %10s %10s %14s %14s\n' "" roster rsync "cp -al" "roster/rsync" "roster/cp -al"
+printf '%-34s %10s %10s %10s %14s %14s\n' "take, nothing changed" "$t_un_roster" "$t_un_rsync" "$t_un_cp" \
+	"$(ratio "$t_un_roster" "$t_un_rsync")" "$(ratio "$t_un_roster" "$t_un_cp")"
+printf '%-34s %10s %10s %10s %14s %14s\n' "take, 1% changed" "$t_ch_roster" "$t_ch_rsync" "$t_ch_cp" \
+	"$(ratio "$t_ch_roster" "$t_ch_rsync")" "$(ratio "$t_ch_roster" "$t_ch_cp")"
+printf '%-34s %10s %10s %10s %14s %14s\n' "restore vs rsync into the store" "$t_re_roster" "$t_re_rsync" "-" \
+	"$(ratio "$t_re_roster" "$t_re_rsync")" "-"
+printf '%-34s %10s %10s %10s %14s %14s\n' "restore vs rsync into empty folder" "$t_re_roster" "$t_re_rsync_full" "-" \
+	"$(ratio "$t_re_roster" "$t_re_rsync_full")" "-"
+echo "targets: 1% <= 0.25x rsync and <= 1.5x cp -al; unchanged <= 0.1x rsync; restore <= 1.0x rsync"
+if [ "$peak" -gt 0 ]; then
+	echo "roster-snap peak RSS: $((peak / 1024)) MB (target <= 150 MB)"
+fi
+echo "snapshots: $first $second"
