@@ -17,6 +17,13 @@
 // A corrupt or unknown-format tasks.json or journal is refused (errs.ErrRefused,
 // exit 14) and never written.
 //
+// tasks.json is read by a hand-written decoder for the writer's own form
+// (codec.go) that hands anything else to encoding/json, so what is read
+// and what is refused do not depend on the path taken (FuzzFastDecode);
+// the entries are encoded once for tasks.json and schedule.json. Add
+// checks every task as fully as a decode does but keeps the tasks it does
+// not touch as their bytes, and checks only the new task's dependencies.
+//
 // Eligibility (due, scheduled, waiting, blocked, late, held) is derived,
 // never stored. A finished dependency's outcome is copied into its
 // dependents' `settled` map when it finishes, so eligibility never reads the
