@@ -149,6 +149,9 @@ func (c *RunCmd) Run(g *cli.Globals, env *cli.Env) error {
 	} else {
 		signal.Ignore(unix.SIGINT, unix.SIGQUIT)
 		sup.Attached, sup.Stdin, sup.Stdout, sup.Stderr = true, env.Stdin, env.Stdout, env.Stderr
+		if f, ok := env.Stdin.(*os.File); ok && box.IsTerminal(f) {
+			sup.Terminal = f // the box gets a pty of its own
+		}
 	}
 	sctx, stop := signal.NotifyContext(ctx, sigs...)
 	defer stop()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/roster-sh/roster/lib/cli"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/tms"
 )
@@ -130,5 +132,58 @@ func TestSnapshotAfterARunIsRecorded(t *testing.T) {
 	changes, err := os.ReadFile(home.StoreChanges(f.w.Run(rec.ID)))
 	if err != nil || !strings.Contains(string(changes), "made-in-run") {
 		t.Fatalf("store-changes.txt: %v\n%s", err, changes)
+	}
+}
+
+// openPty returns a pseudo-terminal pair made on the host.
+func openPty(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skip("no /dev/ptmx:", err)
+	}
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(); s.Close() })
+	return m, s
+}
+
+func TestAdhocRunFromATerminalGetsAPty(t *testing.T) {
+	f := newFixture(t, job, "")
+	m, s := openPty(t)
+	unix.IoctlSetWinsize(int(s.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 33, Col: 101})
+	before, _ := unix.IoctlGetTermios(int(s.Fd()), unix.TCGETS)
+	var out strings.Builder
+	env := &cli.Env{Name: "roster-box", Stdin: s, Stdout: &out, Stderr: &out, Ctx: context.Background()}
+	code := cli.MainEnv(env, &CLI{}, []string{"--home", f.h.Dir, "run", "dobby", "--", "sh", "-c",
+		`test -t 0 && test -t 1 && test -t 2 && echo "tty=yes size=$(stty size)"; exit 3`})
+	_ = m
+	if code != 3 {
+		t.Fatalf("exit %d, want 3: %s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "tty=yes size=33 101") {
+		t.Fatalf("the box's command had no terminal of the right size: %q", out.String())
+	}
+	rec := f.lastRun()
+	if tr := f.transcript(rec.ID); !strings.Contains(tr, "tty=yes") {
+		t.Fatalf("transcript %q", tr)
+	}
+	after, _ := unix.IoctlGetTermios(int(s.Fd()), unix.TCGETS)
+	if *after != *before {
+		t.Fatal("the terminal's modes were not restored after the run")
+	}
+	// The control: without a terminal the same command has none.
+	code, stdout, _ := f.box("run", "dobby", "--", "sh", "-c", `test -t 0 || echo no-tty`)
+	if code != 0 || !strings.Contains(stdout, "no-tty") {
+		t.Fatalf("without a terminal: exit %d %q", code, stdout)
 	}
 }

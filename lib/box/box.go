@@ -26,6 +26,11 @@ var StoreLockWait = 60 * time.Second
 type Stdio struct {
 	Stdin          io.Reader // nil = /dev/null
 	Stdout, Stderr io.Writer
+	// Terminal gives the command a pseudo-terminal of its own instead
+	// (Stdin, Stdout and Stderr unused): Box.Console is its master side.
+	// Rows and Cols are its first size (0 = the kernel's default).
+	Terminal   bool
+	Rows, Cols uint16
 }
 
 // Box is a started container.
@@ -34,6 +39,10 @@ type Box struct {
 	c       *libcontainer.Container
 	p       *libcontainer.Process
 	Started time.Time
+	// Console is the master side of the box's terminal (Stdio.Terminal);
+	// the caller reads the box's output from it, writes its input to it,
+	// and closes it.
+	Console *os.File
 }
 
 // Launch makes and starts the box s describes, with briefing as
@@ -113,6 +122,19 @@ func launch(ctx context.Context, s *Spec, briefing []byte, io Stdio, gate chan e
 		Stderr: io.Stderr,
 		Init:   true,
 	}
+	var sock *os.File
+	if io.Terminal {
+		var boxEnd *os.File
+		if sock, boxEnd, err = consoleSocket(); err != nil {
+			c.Destroy()
+			RemoveScratch(s.Run)
+			return nil, err
+		}
+		defer sock.Close()
+		defer boxEnd.Close()
+		p.Stdin, p.Stdout, p.Stderr = nil, nil, nil
+		p.ConsoleSocket, p.ConsoleHeight, p.ConsoleWidth = boxEnd, io.Rows, io.Cols
+	}
 	if err := <-gate; err != nil {
 		gate <- nil
 		c.Destroy()
@@ -125,7 +147,17 @@ func launch(ctx context.Context, s *Spec, briefing []byte, io Stdio, gate chan e
 		RemoveScratch(s.Run)
 		return nil, fmt.Errorf("start box: %w", err)
 	}
-	return &Box{spec: s, c: c, p: p, Started: time.Now()}, nil
+	b := &Box{spec: s, c: c, p: p, Started: time.Now()}
+	if sock != nil {
+		if b.Console, err = recvMaster(sock); err != nil {
+			_ = c.Signal(unix.SIGKILL)
+			_, _ = p.Wait()
+			c.Destroy()
+			RemoveScratch(s.Run)
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // holdStoreShared takes the worker's `store` lock shared, waiting at most

@@ -33,10 +33,14 @@ type Supervision struct {
 	Idle     time.Duration // 0 = off
 
 	// Attached runs the box in the foreground: stdin passed through,
-	// output copied to Stdout/Stderr as well as the transcript.
+	// output copied to Stdout/Stderr as well as the transcript. With
+	// Terminal (the user's terminal, when stdin is one) the box gets a pty
+	// of its own instead, Terminal is put in raw mode for the run, and
+	// the box's output goes to Stdout and the transcript.
 	Attached       bool
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	Terminal       *os.File
 
 	TranscriptMax int64
 	// Snapshot runs after the run and returns what run.json records
@@ -133,7 +137,8 @@ func (s *Supervision) Supervise(ctx context.Context) (*runs.Record, Exit, error)
 	}
 
 	// The box's output: one pipe (order kept) into the transcript, or two
-	// (stdout and stderr kept apart) teed to the terminal.
+	// (stdout and stderr kept apart) teed to the terminal; with a terminal,
+	// the box's own pty (its master side pumped once the box has started).
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return rec, Exit{}, err
@@ -141,14 +146,20 @@ func (s *Supervision) Supervise(ctx context.Context) (*runs.Record, Exit, error)
 	stdio := Stdio{Stdout: outW, Stderr: outW}
 	pumps := make(chan struct{}, 2)
 	var errR, errW *os.File
-	if s.Attached {
+	switch {
+	case s.Attached && s.Terminal != nil:
+		stdio = Stdio{Terminal: true}
+		stdio.Rows, stdio.Cols = winsize(s.Terminal)
+		outR.Close()
+		pumps <- struct{}{}
+	case s.Attached:
 		if errR, errW, err = os.Pipe(); err != nil {
 			return rec, Exit{}, err
 		}
 		stdio.Stdin, stdio.Stderr = s.Stdin, errW
 		go func() { pump(outR, tr, s.Stdout); pumps <- struct{}{} }()
 		go func() { pump(errR, tr, s.Stderr); pumps <- struct{}{} }()
-	} else {
+	default:
 		go func() { pump(outR, tr); pumps <- struct{}{} }()
 		pumps <- struct{}{}
 	}
@@ -157,6 +168,14 @@ func (s *Supervision) Supervise(ctx context.Context) (*runs.Record, Exit, error)
 	outW.Close()
 	if errW != nil {
 		errW.Close()
+	}
+	if lerr == nil && b.Console != nil {
+		defer b.Console.Close()
+		defer attachTerminal(s.Terminal, b.Console)()
+		go func() { pump(b.Console, tr, s.Stdout); pumps <- struct{}{} }()
+		go func() { _, _ = io.Copy(b.Console, s.Terminal) }() // ends with the process or at the next keystroke
+	} else if stdio.Terminal {
+		pumps <- struct{}{}
 	}
 	if lerr != nil {
 		<-pumps
