@@ -124,6 +124,23 @@ func FuzzFastDecode(f *testing.F) {
 	f.Add([]byte(`{"format":1,"version":-0,"tasks":[{"id":"\u00e9\ud800","settled":{"a":"b","a":"c"}}],"templates":[{"id":"x","system":false,"priority":-1}]}`))
 	f.Add([]byte(`{"format":1,"tasks":[{"created_at":"2026-01-01T00:00:00+01:00","gates":[],"depends_on":[]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// Add's raw read accepts only what DecodeFile reads, and keeps
+		// each task as bytes that read as DecodeFile's task.
+		if r, rf, ok := decodeRaw(data); ok {
+			full, err := DecodeFile("tasks.json", data)
+			if err != nil {
+				t.Fatalf("raw read accepted what DecodeFile refuses (%v): %q", err, data)
+			}
+			if len(r.tasks) != len(full.Tasks) || rf.Version != full.Version || !reflect.DeepEqual(rf.Templates, full.Templates) {
+				t.Fatalf("raw read differs from DecodeFile: %q", data)
+			}
+			for i, raw := range r.tasks {
+				var task Task
+				if err := json.Unmarshal(raw, &task); err != nil || !reflect.DeepEqual(task, full.Tasks[i]) || !r.ids[task.ID] {
+					t.Fatalf("raw task %d %q reads as %+v (%v), DecodeFile %+v", i, raw, task, err, full.Tasks[i])
+				}
+			}
+		}
 		got, _, ok := decodeFast(data)
 		if !ok {
 			return
