@@ -17,7 +17,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -194,7 +193,7 @@ func ParseOrg(file string, data []byte) (*Org, error) {
 	return o, nil
 }
 
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNameRE = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func validCredential(c string) error {
 	switch {
@@ -204,7 +203,7 @@ func validCredential(c string) error {
 		}
 		return nil
 	case strings.HasPrefix(c, "env:"):
-		if !envNameRE.MatchString(c[4:]) {
+		if !envNameRE().MatchString(c[4:]) {
 			return fmt.Errorf("%q: the name after env: is not an environment variable name", c)
 		}
 		return nil
@@ -308,7 +307,7 @@ func LoadWorker(h home.Home, name string) (*Worker, error) {
 }
 
 // connAtRE is a connection's mount point: one plain name under $HOME.
-var connAtRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
+var connAtRE = lazyRegexp(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
 
 // reservedAt are the names under $HOME that roster mounts itself.
 var reservedAt = map[string]bool{"store": true, "self": true, "channel": true}
@@ -367,7 +366,7 @@ func ParseWorker(name, file string, data []byte) (*Worker, error) {
 		return nil, bad("network", fmt.Sprintf("%q must be \"none\" or \"host\"", f.Network))
 	}
 	for _, e := range f.PassEnv {
-		if !envNameRE.MatchString(e) {
+		if !envNameRE().MatchString(e) {
 			return nil, bad("pass_env", fmt.Sprintf("%q is not an environment variable name", e))
 		}
 	}
@@ -408,7 +407,7 @@ func ParseWorker(name, file string, data []byte) (*Worker, error) {
 		if !filepath.IsAbs(c.Path) || strings.IndexByte(c.Path, 0) >= 0 {
 			return nil, cbad("path", fmt.Sprintf("%q must be an absolute host path", c.Path))
 		}
-		if !connAtRE.MatchString(c.At) || c.At == ".." || reservedAt[c.At] {
+		if !connAtRE().MatchString(c.At) || c.At == ".." || reservedAt[c.At] {
 			return nil, cbad("at", fmt.Sprintf("%q must be one plain name under $HOME (not store, self or channel, no / or leading .)", c.At))
 		}
 		if ats[c.At] {

@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"os"
-	"regexp"
 
 	"github.com/pelletier/go-toml/v2/unstable"
 
@@ -37,7 +36,7 @@ func SetPaused(h home.Home, name string, paused bool) error {
 	return fsx.WriteFile(w.File, out, fi.Mode().Perm())
 }
 
-var commentedKeyRE = regexp.MustCompile(`^#[ \t]*([a-z_]+)[ \t]*=[ \t]*(?:true|false)\b`)
+var commentedKeyRE = lazyRegexp(`^#[ \t]*([a-z_]+)[ \t]*=[ \t]*(?:true|false)\b`)
 
 // setTopLevelBool returns data with top-level key set to v: the old value's
 // bytes replaced, or "key = v" inserted before the first table header (or
@@ -56,7 +55,7 @@ func setTopLevelBool(data []byte, key string, v bool) []byte {
 	for p.NextExpression() {
 		e := p.Expression()
 		if e.Kind == unstable.Comment && commented < 0 {
-			if m := commentedKeyRE.FindIndex(e.Data); m != nil && string(commentedKeyRE.FindSubmatch(e.Data)[1]) == key {
+			if m := commentedKeyRE().FindIndex(e.Data); m != nil && string(commentedKeyRE().FindSubmatch(e.Data)[1]) == key {
 				off := int(e.Raw.Offset)
 				if off == 0 || data[off-1] == '\n' {
 					commented, commentedLen = off, m[1]

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -141,7 +140,7 @@ func pickUID(used map[int]string, prefer int) int {
 
 // uidLineRE finds the uid of a spec that does not parse, so that a broken
 // spec never loses its uid to a new worker.
-var uidLineRE = regexp.MustCompile(`(?m)^[ \t]*uid[ \t]*=[ \t]*([0-9]+)`)
+var uidLineRE = lazyRegexp(`(?m)^[ \t]*uid[ \t]*=[ \t]*([0-9]+)`)
 
 // usedUIDs maps every uid a new worker must not take to who has it: the
 // other workers' specs (parsed or not), the owners of other workers' kept
@@ -167,7 +166,7 @@ func usedUIDs(h home.Home, except string) (map[int]string, error) {
 		}
 		if w, err := ParseWorker(name, h.SpecFile(name), data); err == nil {
 			used[w.UID] = "worker " + name
-		} else if m := uidLineRE.FindSubmatch(data); m != nil {
+		} else if m := uidLineRE().FindSubmatch(data); m != nil {
 			if uid, err := strconv.Atoi(string(m[1])); err == nil {
 				used[uid] = "worker " + name
 			}
