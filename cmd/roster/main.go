@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/roster-sh/roster/lib/suite"
@@ -47,7 +48,13 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "--help" || args[0] == "-h" {
 		if len(args) > 1 && args[0] == "help" {
-			return runProgram(resolve(args[1:2]), []string{"--help"}, stderr)
+			words := args[1:]
+			if isGroup(words[0]) && !routed(words) {
+				groupUsage(stdout, words[0])
+				return 0
+			}
+			r, rest := match(words)
+			return runProgram(r, append(rest, "--help"), stderr)
 		}
 		usage(stdout)
 		return 0
@@ -61,8 +68,48 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "roster: hint: options go after the command: roster COMMAND [OPTIONS]; see 'roster help'")
 		return 2
 	}
+	if isGroup(args[0]) && !routed(args) {
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "roster: error: %q is not a %s command\n", args[1], args[0])
+		} else {
+			fmt.Fprintf(stderr, "roster: error: %q needs a subcommand\n", args[0])
+		}
+		groupUsage(stderr, args[0])
+		return 2
+	}
 	r, rest := match(args)
 	return runProgram(r, rest, stderr)
+}
+
+// isGroup reports whether word opens multi-word routes (worker, server,
+// connection): such a word alone, or with an unknown second word, is a
+// usage error that lists the group, never a lookup of roster-WORD.
+func isGroup(word string) bool {
+	for _, r := range routes {
+		if len(r.words) > 1 && r.words[0] == word {
+			return true
+		}
+	}
+	return false
+}
+
+// routed reports whether some route's words start args.
+func routed(args []string) bool {
+	for _, r := range routes {
+		if len(r.words) <= len(args) && equal(r.words, args[:len(r.words)]) {
+			return true
+		}
+	}
+	return false
+}
+
+func groupUsage(w io.Writer, group string) {
+	fmt.Fprintf(w, "usage: roster %s SUBCOMMAND [ARGS...]\n\n", group)
+	for _, r := range routes {
+		if r.words[0] == group {
+			printRoute(w, r)
+		}
+	}
 }
 
 // match finds the longest route whose words start args; any other first word
@@ -82,11 +129,6 @@ func match(args []string) (route, []string) {
 		return r, rest
 	}
 	return route{prog: args[0]}, args[1:]
-}
-
-func resolve(words []string) route {
-	r, _ := match(words)
-	return r
 }
 
 func equal(a, b []string) bool {
@@ -112,23 +154,20 @@ func runProgram(r route, rest []string, stderr io.Writer) int {
 	return 1
 }
 
+func printRoute(w io.Writer, r route) {
+	target := "roster-" + r.prog
+	for _, p := range r.prepend {
+		target += " " + p
+	}
+	fmt.Fprintf(w, "  %-20s %-28s %s\n", strings.Join(r.words, " "), "→ "+target, r.help)
+}
+
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: roster COMMAND [ARGS...]")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
 	for _, r := range routes {
-		words := ""
-		for i, x := range r.words {
-			if i > 0 {
-				words += " "
-			}
-			words += x
-		}
-		target := "roster-" + r.prog
-		for _, p := range r.prepend {
-			target += " " + p
-		}
-		fmt.Fprintf(w, "  %-20s %-28s %s\n", words, "→ "+target, r.help)
+		printRoute(w, r)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Any other word X runs roster-X. Programs found here:")
@@ -136,5 +175,5 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %s\n", p)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'roster help COMMAND' for a program's own help; see roster(1), roster(7).")
+	fmt.Fprintln(w, "Run 'roster help COMMAND...' for a command's own help (roster help worker add); see roster(1), roster(7).")
 }
