@@ -99,7 +99,9 @@ func Main(name string, grammar any, args []string, opts ...kong.Option) (code in
 	return MainEnv(&Env{Name: name, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Ctx: context.Background()}, grammar, args, opts...)
 }
 
-// MainEnv is Main with explicit streams (tests).
+// MainEnv is Main with explicit streams (tests). Without extra options,
+// kong is given only the part of the grammar the arguments can reach
+// (prune.go); extra options turn that off, as they may add commands.
 func MainEnv(env *Env, grammar any, args []string, opts ...kong.Option) (code int) {
 	name := env.Name
 	base := []kong.Option{
@@ -111,8 +113,21 @@ func MainEnv(env *Env, grammar any, args []string, opts ...kong.Option) (code in
 		kong.Bind(env),
 		kong.BindTo(env.Ctx, (*context.Context)(nil)),
 	}
+	var globals *Globals
 	if g, ok := grammar.(hasGlobals); ok {
-		base = append(base, kong.Bind(g.globals()))
+		globals = g.globals()
+	}
+	dump := os.Getenv("ROSTER_DUMP_GRAMMAR") == "1"
+	if !dump && len(opts) == 0 {
+		// Only the part of the grammar these arguments can reach (prune.go).
+		if verb, version, ok := leadingVerb(args); ok && (verb != "" || version) {
+			if pg, pgl := pruneGrammar(grammar, verb); pg != nil {
+				grammar, globals = pg, pgl
+			}
+		}
+	}
+	if globals != nil {
+		base = append(base, kong.Bind(globals))
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -130,7 +145,7 @@ func MainEnv(env *Env, grammar any, args []string, opts ...kong.Option) (code in
 	if err != nil {
 		panic(err) // a grammar bug, not a user error
 	}
-	if os.Getenv("ROSTER_DUMP_GRAMMAR") == "1" {
+	if dump {
 		DumpGrammar(env.Stdout, parser.Model.Node)
 		return 0
 	}
