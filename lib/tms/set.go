@@ -31,6 +31,21 @@ func DecodeSet(data []byte) (*SetInput, error) {
 	if len(data) > 16<<20 {
 		return nil, usage("set input is %d bytes, more than 16 MiB", len(data))
 	}
+	// Omission cancels, so an input that lacks an array (a missing key,
+	// null, {} or not an object at all) would wipe the partition: refused.
+	// An explicit empty array is a deliberate cancel-all and allowed.
+	const needArrays = "set input must have both \"tasks\" and \"templates\" arrays"
+	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
+		return nil, usage(needArrays)
+	}
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(data, &keys) == nil { // else the strict decoder below words the error
+		for _, k := range []string{"tasks", "templates"} {
+			if v := bytes.TrimSpace(keys[k]); len(v) == 0 || v[0] != '[' {
+				return nil, usage(needArrays)
+			}
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var in SetInput

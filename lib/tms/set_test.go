@@ -18,6 +18,12 @@ import (
 func schedule(t *testing.T, p *Partition) *SetInput {
 	t.Helper()
 	f := mustRead(t, p)
+	if f.Tasks == nil {
+		f.Tasks = []Task{}
+	}
+	if f.Templates == nil {
+		f.Templates = []Template{}
+	}
 	data, _ := json.Marshal(f)
 	in, err := DecodeSet(data)
 	if err != nil {
@@ -354,5 +360,21 @@ func TestDecodeSetIsStrict(t *testing.T) {
 		if _, err := DecodeSet([]byte(bad)); !errors.Is(err, errs.ErrUsage) {
 			t.Errorf("%s: %v", bad, err)
 		}
+	}
+}
+
+// Omission cancels, so a set input without both arrays ({}, null, a
+// missing key, not an object) is a usage error that changes nothing; an
+// explicit empty array is a deliberate cancel-all.
+func TestSetInputWithoutBothArraysIsRefused(t *testing.T) {
+	for _, bad := range []string{`{}`, `null`, `{"version":1}`, `{"tasks":[]}`, `{"templates":[]}`, `{"tasks":null,"templates":[]}`, `{"tasks":[],"templates":null}`, `"x"`, `3`, ``} {
+		_, err := DecodeSet([]byte(bad))
+		if !errors.Is(err, errs.ErrUsage) || !strings.Contains(err.Error(), `both "tasks" and "templates" arrays`) {
+			t.Errorf("%q: %v; want exit 2 naming both arrays", bad, err)
+		}
+	}
+	in, err := DecodeSet([]byte(`{"tasks":[],"templates":[]}`))
+	if err != nil || in.Tasks == nil || len(in.Tasks) != 0 {
+		t.Fatalf("explicit empty arrays: %+v, %v", in, err)
 	}
 }
