@@ -8,6 +8,7 @@ import (
 
 	"github.com/roster-sh/roster/lib/cli"
 	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/runs"
 )
@@ -46,7 +47,7 @@ func lookup(g *cli.Globals, prefix string) (runs.Entry, error) {
 
 // copyFile prints a run file; a missing one is exit 12 saying what is missing.
 func copyFile(w io.Writer, path, what string, e runs.Entry) error {
-	f, err := os.Open(path)
+	f, err := fsx.OpenRegular(path) // never a planted link or FIFO
 	if errors.Is(err, os.ErrNotExist) {
 		return errs.New(errs.ErrNotFound, fmt.Sprintf("run %s has no %s (%s)", e.ID, what, state(e)))
 	}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/runs"
 )
@@ -35,6 +37,10 @@ func (c *LsCmd) Run(g *cli.Globals, env *cli.Env) error {
 	for _, w := range c.Worker {
 		if err := home.ValidWorker(w); err != nil {
 			return err
+		}
+		if _, err := os.Stat(h.Worker(w).Dir); err != nil {
+			return errs.WithHint(errs.New(errs.ErrNoHome, fmt.Sprintf("worker %q does not exist", w)),
+				"roster worker ls lists the workers")
 		}
 	}
 	if len(c.Worker) > 0 {

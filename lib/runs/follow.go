@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
 )
 
@@ -47,7 +48,7 @@ func Follow(ctx context.Context, runDir string, w io.Writer, poll time.Duration)
 		done := Finished(runDir) // decided before the copy, so nothing written before the end is missed
 		if f == nil {
 			var err error
-			f, err = os.Open(home.Transcript(runDir))
+			f, err = fsx.OpenRegular(home.Transcript(runDir))
 			if err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}

@@ -74,16 +74,29 @@ func Prune(h home.Home, o PruneOptions) ([]Pruned, []error) {
 }
 
 func pruneWorker(w home.Worker, o PruneOptions) ([]Pruned, error) {
+	pruned, unreadable, err := pruneWorkerRuns(w, o)
+	if err == nil && len(unreadable) > 0 {
+		err = errs.WithHint(fmt.Errorf("kept %d run folder(s) whose run.json cannot be read (%s): %w",
+			len(unreadable), strings.Join(unreadable, ", "), errs.ErrRefused),
+			"look at them with `roster-runs show RUN`; delete a folder by hand once it is understood")
+	}
+	return pruned, err
+}
+
+// pruneWorkerRuns prunes one worker; runs whose record cannot be read are
+// kept (unreadable data is refused, never deleted on a guess) and named.
+func pruneWorkerRuns(w home.Worker, o PruneOptions) ([]Pruned, []string, error) {
+	var unreadable []string
 	if !o.DryRun {
 		removeTrash(w)
 	}
 	refs, err := ClaimedRuns(w)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ids, err := IDs(w)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []Pruned
 	kept := 0
@@ -105,14 +118,18 @@ func pruneWorker(w home.Worker, o PruneOptions) ([]Pruned, error) {
 		if b, err := ReadBoxInfo(dir); err == nil && b.Alive() {
 			continue
 		}
+		if e := Load(w, id); e.Err != nil {
+			unreadable = append(unreadable, id)
+			continue
+		}
 		if !o.DryRun {
 			if err := removeRun(w, id); err != nil {
-				return out, err
+				return out, unreadable, err
 			}
 		}
 		out = append(out, Pruned{Worker: w.Name, ID: id})
 	}
-	return out, nil
+	return out, unreadable, nil
 }
 
 func removeRun(w home.Worker, id string) error {
