@@ -179,24 +179,24 @@ func describeHolders(f *os.File) string {
 // number of seconds ("5", "0.5") as flock(1) -w takes. Negative is refused.
 func parseWait(s string) (time.Duration, error) {
 	if s == "" {
-		return 0, fmt.Errorf("--wait: empty duration")
+		return 0, fmt.Errorf("empty duration")
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
 		secs, ferr := strconv.ParseFloat(s, 64)
 		if ferr != nil || secs != secs {
-			return 0, fmt.Errorf("--wait %q: not a duration (try 300ms, 5s, 2m, or a number of seconds)", s)
+			return 0, fmt.Errorf("%q: not a duration (try 300ms, 5s, 2m, or a number of seconds)", s)
 		}
 		if secs < 0 {
-			return 0, fmt.Errorf("--wait %q: must not be negative", s)
+			return 0, fmt.Errorf("%q: must not be negative", s)
 		}
 		if secs > float64(1<<62)/float64(time.Second) {
-			return 0, fmt.Errorf("--wait %q: too long", s)
+			return 0, fmt.Errorf("%q: too long", s)
 		}
 		d = time.Duration(secs * float64(time.Second))
 	}
 	if d < 0 {
-		return 0, fmt.Errorf("--wait %q: must not be negative", s)
+		return 0, fmt.Errorf("%q: must not be negative", s)
 	}
 	return d, nil
 }
