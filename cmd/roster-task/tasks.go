@@ -241,7 +241,7 @@ func (c *LsCmd) Run(g *cli.Globals, env *cli.Env) error {
 		}
 		return nil
 	})
-	if !c.JSON {
+	if !c.JSON && (err == nil || len(rows) > 0) { // no bare header after a failure
 		if terr := cli.Table(env.Stdout, []string{"ID", "WORKER", "STATE", "ELIGIBILITY", "STANDING", "KIND", "PRI", "TEXT"}, rows); terr != nil && err == nil {
 			err = terr
 		}
@@ -562,7 +562,7 @@ func (c *DueCmd) Run(g *cli.Globals, env *cli.Env) error {
 		}
 		return nil
 	})
-	if !c.JSON {
+	if !c.JSON && (err == nil || len(rows) > 0) { // no bare header after a failure
 		if terr := cli.Table(env.Stdout, []string{"WORKER", "ORDER", "ID", "ELIGIBILITY", "WHY", "STANDING", "TEXT"}, rows); terr != nil && err == nil {
 			err = terr
 		}
@@ -606,7 +606,7 @@ type FsckCmd struct {
 }
 
 func (c *FsckCmd) Run(g *cli.Globals, env *cli.Env) error {
-	bad := false
+	bad, journalBad := false, false
 	err := eachWorker(g, env, c.Worker, func(p *tms.Partition) error {
 		if c.Rebuild {
 			v, err := p.Rebuild(env.Ctx)
@@ -630,10 +630,20 @@ func (c *FsckCmd) Run(g *cli.Globals, env *cli.Env) error {
 		for _, pr := range r.Problems {
 			fmt.Fprintf(env.Stdout, "%s\tproblem\t%s\n", p.Name, pr)
 		}
+		if r.BadLine > 0 {
+			// The journal is the source of truth: a line of it that does
+			// not parse is refused data (14), and no rebuild can help.
+			return errs.WithHint(errs.New(errs.ErrRefused, fmt.Sprintf("%s: line %d does not parse", p.W.Journal(), r.BadLine)),
+				fmt.Sprintf("the journal is the source of truth and nothing repairs it automatically: fix or truncate line %d by hand (keep a copy first); `fsck --rebuild` cannot help", r.BadLine))
+		}
+		journalBad = journalBad || r.JournalProblem
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	if journalBad {
+		return errs.WithHint(fmt.Errorf("fsck found problems in a journal"), "the journal is the source of truth and nothing repairs it automatically: fix the lines named above by hand (keep a copy first)")
 	}
 	if bad {
 		return errs.WithHint(fmt.Errorf("fsck found problems"), "`roster-task fsck --rebuild WORKER` rebuilds tasks.json from the journal")

@@ -15,7 +15,12 @@
 // entry leaving tasks.json), so Rebuild can rebuild tasks.json from the
 // journal alone. Adding a task reads tasks.json and the journal's tail only.
 // A corrupt or unknown-format tasks.json or journal is refused (errs.ErrRefused,
-// exit 14) and never written.
+// exit 14, with a hint: fsck; --rebuild for tasks.json; a person for the
+// journal) and never written. Only a torn last line is ignored (and
+// truncated by the next writer). Trade-off: a change reads the journal
+// backwards only to its last versioned line, so a corrupt line deeper in
+// the journal is refused by every whole-journal reader (Journal, Finished,
+// Follow, Fsck, Rebuild, roll-forward) but not by Add or Due.
 //
 // tasks.json is read by a hand-written decoder for the writer's own form
 // (codec.go) that hands anything else to encoding/json, so what is read
@@ -42,6 +47,15 @@
 //     with the spec, fires due activations), Due (claimable tasks in claim
 //     order, reasons for the rest, holds, budget, the next wake-up), Claim,
 //     LiveClaims; Reclaim for a claimed task whose box is gone.
+//     BoxGone is the one rule for "gone" (Reclaim, Requeue and the
+//     dispatcher use it): box.json naming a live supervisor (pid, start
+//     time, boot id) is alive whatever else holds; one naming a dead
+//     supervisor is gone; a run whose run.json records its end (written
+//     by the supervisor or by `roster-box reap`) is gone whatever the
+//     claim's age; with neither, a claim younger than StartGrace (30 s) is
+//     spared, since its supervisor may still be starting. box.json is never
+//     removed once written: it records who supervised the run, and a stale
+//     one is harmless.
 //     CredentialsPresent and LowDisk are the holds; BudgetUsed the budget.
 //   - The box supervisor: StillClaimed before it starts the container and
 //     before it records the outcome; ApplyAction for each outbox action

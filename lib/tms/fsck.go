@@ -19,6 +19,12 @@ type FsckReport struct {
 	Lines    int
 	Problems []string
 	Notes    []string // harmless: a torn last line, a journal ahead of tasks.json
+	// BadLine is the journal's first unparsable line (1-based; 0: none):
+	// the journal itself is corrupt, which only a person can repair.
+	BadLine int
+	// JournalProblem: some problem is in the journal itself, so rebuilding
+	// tasks.json from it is no way forward.
+	JournalProblem bool
 }
 
 // Clean reports whether fsck found no problem.
@@ -50,6 +56,7 @@ func (p *Partition) Fsck(ctx context.Context) (*FsckReport, error) {
 	data, err := os.ReadFile(p.W.Journal())
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		bad("%s: cannot read: %v", p.W.Journal(), err)
+		r.JournalProblem = true
 		return r, nil
 	}
 	if n := len(data); n > 0 && data[n-1] != '\n' {
@@ -61,21 +68,25 @@ func (p *Partition) Fsck(ctx context.Context) (*FsckReport, error) {
 		l, err := DecodeLine(raw)
 		if err != nil {
 			bad("%s: line %d: %v", p.W.Journal(), i+1, err)
+			r.BadLine, r.JournalProblem = i+1, true
 			return r, nil
 		}
 		r.Lines++
 		if l.Seq != seq+1 {
 			bad("%s: line %d: seq %d where %d was expected", p.W.Journal(), i+1, l.Seq, seq+1)
+			r.JournalProblem = true
 		}
 		seq = l.Seq
 		if l.Version != 0 {
 			if l.Version != replay.Version+1 {
 				bad("%s: line %d: version %d where %d was expected", p.W.Journal(), i+1, l.Version, replay.Version+1)
+				r.JournalProblem = true
 			}
 			applyRecords(replay, l.Records)
 			replay.Version = l.Version
 		} else if len(l.Records) > 0 {
 			bad("%s: line %d: records on a line without a version", p.W.Journal(), i+1)
+			r.JournalProblem = true
 		}
 	}
 	if f == nil {

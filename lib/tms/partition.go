@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/roster-sh/roster/lib/config"
@@ -99,8 +100,32 @@ type txn struct {
 	raw     *rawFile // tasks.json's tasks still encoded; t.f then has no Tasks
 }
 
+// refused is exit 14 naming path; a partition's tasks.json or journal
+// carries a hint with the way forward.
 func refused(path string, format string, args ...any) error {
-	return errs.New(errs.ErrRefused, fmt.Sprintf("%s: %s", path, fmt.Sprintf(format, args...)))
+	err := errs.New(errs.ErrRefused, fmt.Sprintf("%s: %s", path, fmt.Sprintf(format, args...)))
+	if h := refusedHint(path); h != "" {
+		return errs.WithHint(err, h)
+	}
+	return err
+}
+
+// refusedHint is the way forward from an unreadable partition file:
+// tasks.json is the journal's materialized view and can be rebuilt from
+// it; the journal is the source of truth, and nothing repairs it
+// automatically.
+func refusedHint(path string) string {
+	w := "WORKER"
+	if d := filepath.Dir(filepath.Dir(path)); filepath.Base(filepath.Dir(d)) == "workers" {
+		w = filepath.Base(d)
+	}
+	switch filepath.Base(path) {
+	case "tasks.json":
+		return fmt.Sprintf("`roster-task fsck %s` shows what is wrong; if the journal is intact, `roster-task fsck --rebuild %s` rebuilds tasks.json from it", w, w)
+	case "journal.jsonl":
+		return fmt.Sprintf("`roster-task fsck %s` shows what is wrong; the journal is the source of truth and nothing repairs it: fix or truncate the bad line by hand (keep a copy first)", w)
+	}
+	return ""
 }
 
 // begin takes the partition lock, repairs a torn journal tail, reads

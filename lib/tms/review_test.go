@@ -1,0 +1,67 @@
+package tms
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/roster-sh/roster/lib/errs"
+)
+
+// corruptLine replaces line n (1-based) of the journal with text.
+func corruptLine(t *testing.T, p *Partition, n int, text string) {
+	t.Helper()
+	data, err := os.ReadFile(p.W.Journal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	lines[n-1] = text
+	if err := os.WriteFile(p.W.Journal(), []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// layout.md: only a torn last line is ignored; any other unparsable line
+// is a refusal (14) by every reader of the whole journal, and fsck names
+// the line and never points at --rebuild (the journal is the truth).
+func TestJournalCorruptMiddleLineIsRefusedWithHint(t *testing.T) {
+	p, _ := open(t, newHome(t, "dobby"), "dobby")
+	for _, s := range []string{"a", "b", "c"} {
+		mustAdd(t, p, NewTask{Text: s})
+	}
+	corruptLine(t, p, 2, "{garbage")
+	for name, f := range map[string]func() error{
+		"journal":  func() error { _, err := p.Journal(0); return err },
+		"finished": func() error { _, err := p.Finished(); return err },
+		"rebuild":  func() error { _, err := p.Rebuild(ctx); return err },
+	} {
+		err := f()
+		if !errors.Is(err, errs.ErrRefused) || !strings.Contains(err.Error(), "line 2") {
+			t.Errorf("%s: %v; want 14 naming line 2", name, err)
+		}
+		if h := errs.HintOf(err); !strings.Contains(h, "by hand") || strings.Contains(h, "--rebuild") {
+			t.Errorf("%s: hint %q; want repair by hand, not --rebuild", name, h)
+		}
+	}
+	r, err := p.Fsck(ctx)
+	if err != nil || r.BadLine != 2 || !r.JournalProblem {
+		t.Fatalf("fsck: %+v, %v; want BadLine 2", r, err)
+	}
+}
+
+// A corrupt tasks.json's refusal points at fsck and at --rebuild (the
+// journal can rebuild it).
+func TestCorruptTasksFileHintsAtRebuild(t *testing.T) {
+	p, _ := open(t, newHome(t, "dobby"), "dobby")
+	mustAdd(t, p, NewTask{Text: "a"})
+	os.WriteFile(p.W.TasksFile(), []byte(`{"format":1,"version":1,"tasks":[{`), 0o600)
+	_, err := p.Add(ctx, NewTask{Text: "b"})
+	if !errors.Is(err, errs.ErrRefused) {
+		t.Fatalf("add over corrupt tasks.json: %v", err)
+	}
+	if h := errs.HintOf(err); !strings.Contains(h, "roster-task fsck dobby") || !strings.Contains(h, "fsck --rebuild dobby") {
+		t.Fatalf("hint %q", h)
+	}
+}
