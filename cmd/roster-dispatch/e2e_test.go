@@ -444,6 +444,11 @@ func TestKilledSupervisorIsReclaimedAndRunsAgain(t *testing.T) {
 	if n := e.events("dobby", tms.EvReclaimed, task); n != 1 {
 		t.Fatalf("reclaimed %d times, want 1\n%s", n, d.logText())
 	}
+	// The reap records the run's end (and keeps box.json): the task is
+	// reclaimed in the same pass, not after the 30 s start grace.
+	if strings.Contains(d.logText(), "reclaim deferred") {
+		t.Fatalf("the reclaim of a young claim whose supervisor died was deferred:\n%s", d.logText())
+	}
 	var attempts = -1
 	for _, l := range e.journal("dobby") {
 		if l.Event == tms.EvReclaimed {

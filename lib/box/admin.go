@@ -85,10 +85,10 @@ func Kill(r RunRef, wait time.Duration) error {
 	if err := unix.Kill(b.PID, unix.SIGTERM); err != nil {
 		return fmt.Errorf("run %s: signal supervisor %d: %w", r.ID, b.PID, err)
 	}
-	// Done when the supervisor has exited or has finished the run (it
-	// removes box.json last).
+	// Done when the supervisor has exited (box.json stays: it records who
+	// supervised the run).
 	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(home.BoxJSON(r.Dir)); errors.Is(err, os.ErrNotExist) || !b.Alive() {
+		if !b.Alive() {
 			return nil
 		}
 	}
@@ -98,6 +98,7 @@ func Kill(r RunRef, wait time.Duration) error {
 // ReapRun cleans up after run's dead supervisor: it destroys a container
 // that outlived it and, if run.json has no end, writes one (ended "error",
 // note "supervisor lost"). It refuses (exit 13) while the supervisor lives.
+// box.json, if any, is left in place.
 // It returns whether a container was destroyed and whether the end was
 // written.
 func ReapRun(r RunRef, now time.Time) (destroyed, recorded bool, err error) {
@@ -134,6 +135,8 @@ func ReapRun(r RunRef, now time.Time) (destroyed, recorded bool, err error) {
 		}
 		recorded = true
 	}
-	os.Remove(home.BoxJSON(r.Dir))
+	// box.json is kept: it names the dead supervisor (never alive again),
+	// and with the end recorded the run's claim is reclaimable at once
+	// (tms.BoxGone).
 	return destroyed, recorded, nil
 }

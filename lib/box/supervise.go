@@ -71,7 +71,8 @@ func (s *Supervision) Supervise(ctx context.Context) (*runs.Record, Exit, error)
 	if err != nil {
 		return nil, Exit{}, err
 	}
-	defer os.Remove(home.BoxJSON(sp.RunDir))
+	// box.json stays after the run: it records who supervised it, and
+	// liveness never trusts the file alone (runs.BoxInfo.Alive).
 	ev := runs.Evidence{Report: "none"}
 	end := func(ended, note string) {
 		now := time.Now()

@@ -10,9 +10,10 @@
 //     a restarted dispatcher adopts the boxes of its predecessor; it never
 //     holds a box's state in memory. Boxes run in their own session and
 //     outlive the dispatcher.
-//   - A claimed task whose supervisor is dead (box.json names a process
-//     that is gone, or no box.json 30 s after the claim) is reaped with
-//     `roster-box reap RUN` and reclaimed (tms.Reclaim, 3-attempt bound).
+//   - A claimed task whose supervisor is dead (tms.BoxGone: box.json names
+//     a process that is gone, or run.json records the run's end, or no
+//     box.json 30 s after the claim) is reaped with `roster-box reap RUN`
+//     and reclaimed in the same pass (tms.Reclaim, 3-attempt bound).
 //     The dispatcher never links libcontainer.
 //   - Wake-ups: fsnotify on every worker's tasks/ folder and on workers/
 //     (folders, because a watch on a file dies at the first rename over

@@ -17,12 +17,13 @@ type Reclaimed struct {
 	Err               error
 }
 
-// Reclaim looks at every claimed task of the served workers: a live box
-// (box.json's supervisor running: pid, start time and boot id) is adopted
-// and left alone; a claim younger than tms.StartGrace without box.json is
-// left alone (its supervisor may still be starting); any other is dead:
-// `roster-box reap RUN`, then tms Reclaim (back to pending, or failed at
-// the third loss).
+// Reclaim looks at every claimed task of the served workers and applies
+// tms.BoxGone: a live box (box.json's supervisor running: pid, start time
+// and boot id) is adopted and left alone; a claim younger than
+// tms.StartGrace with neither box.json nor a recorded end is left alone
+// (its supervisor may still be starting); any other is dead: `roster-box
+// reap RUN` (which records the run's end and keeps box.json), then tms
+// Reclaim (back to pending, or failed at the third loss) in the same pass.
 func (d *Dispatcher) Reclaim(ctx context.Context) []Reclaimed {
 	org := d.loadOrg()
 	if org == nil {
@@ -54,14 +55,11 @@ func (d *Dispatcher) Reclaim(ctx context.Context) []Reclaimed {
 			if d.isOurChild(run) {
 				continue // we started it and it has not exited
 			}
-			b, err := runs.ReadBoxInfo(p.W.Run(run))
-			noBox := errors.Is(err, fs.ErrNotExist)
-			switch {
-			case err == nil && b.Alive():
-				continue
-			case noBox && now.Sub(t.Claim.At) < tms.StartGrace:
+			if gone, _ := tms.BoxGone(p.W.Run(run), t.Claim.At, now); !gone {
 				continue
 			}
+			_, err := runs.ReadBoxInfo(p.W.Run(run))
+			noBox := errors.Is(err, fs.ErrNotExist)
 			r := Reclaimed{Worker: w, Task: t.ID, Run: run}
 			if rerr := d.reap(ctx, run); rerr != nil {
 				if !noBox {
@@ -76,8 +74,8 @@ func (d *Dispatcher) Reclaim(ctx context.Context) []Reclaimed {
 			}
 			r.State, r.Err = p.Reclaim(ctx, t.ID, run, "supervisor lost")
 			if errors.Is(r.Err, errs.ErrConflict) {
-				// The TMS's own check says not yet (e.g. the reap removed box.json
-				// of a claim younger than the start grace): the next pass retries.
+				// The TMS's own check, under the lock, says not now (the claim
+				// changed meanwhile): the next pass looks again.
 				d.log.Info("reclaim deferred", "worker", w, "task", t.ID, "run", run, "why", r.Err)
 			} else if r.Err != nil {
 				d.log.Error("reclaim failed", "worker", w, "task", t.ID, "run", run, "err", r.Err)

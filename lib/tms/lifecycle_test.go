@@ -353,6 +353,41 @@ func TestReclaimSparesYoungClaimWithoutBoxJSON(t *testing.T) {
 	}
 }
 
+// The start grace protects only a supervisor that may still be starting:
+// a run whose end is recorded in run.json (by its supervisor or by the
+// reaper after it died) is reclaimable at once, box.json or not — unless
+// box.json names a supervisor still alive (finishing its run).
+func TestReclaimAtOnceWhenRunRecordedItsEnd(t *testing.T) {
+	p, c := open(t, newHome(t, "dobby"), "dobby")
+	a := mustAdd(t, p, NewTask{Text: "a"})
+	run := claim(t, p, a.ID)
+	c.Add(time.Second)
+	ended := t0.Add(time.Second)
+	if err := runs.WriteRecord(p.W.Run(run), &runs.Record{ID: run, Worker: "dobby", Task: a.ID, StartedAt: t0,
+		EndedAt: &ended, Ended: "error", Evidence: &runs.Evidence{Note: "supervisor lost"}}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := p.Reclaim(ctx, a.ID, run, "supervisor lost"); err != nil || st != Pending {
+		t.Fatalf("young claim whose run ended: %q, %v; want reclaimed at once", st, err)
+	}
+
+	b := mustAdd(t, p, NewTask{Text: "b"})
+	run = claim(t, p, b.ID)
+	if err := runs.WriteRecord(p.W.Run(run), &runs.Record{ID: run, Worker: "dobby", Task: b.ID, StartedAt: t0,
+		EndedAt: &ended, Ended: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	self, err := runs.SelfBoxInfo("dobby", run, b.ID, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs.WriteBoxInfo(p.W.Run(run), self)
+	c.Add(time.Hour)
+	if _, err := p.Reclaim(ctx, b.ID, run, ""); !errors.Is(err, errs.ErrConflict) {
+		t.Fatalf("run ended but its supervisor is alive (finishing): %v; want refused", err)
+	}
+}
+
 func TestRequeueRefusesClaimedTaskWithLiveBox(t *testing.T) {
 	p, _ := open(t, newHome(t, "dobby"), "dobby")
 	a := mustAdd(t, p, NewTask{Text: "a"})

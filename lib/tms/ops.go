@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -32,6 +33,7 @@ type NewTask struct {
 
 // StartGrace is how young a claim with no box.json yet may be and still
 // never be reclaimed or requeued: its supervisor may still be starting.
+// A claim whose run.json records the run's end is not protected (BoxGone).
 const StartGrace = 30 * time.Second
 
 func usage(format string, args ...any) error {
@@ -362,20 +364,43 @@ func (p *Partition) Cancel(ctx context.Context, id, why, by string) (run string,
 	return run, t.commit()
 }
 
-// boxGone says whether a claimed task's box is certainly not running: its
-// box.json names a dead supervisor, or there is none and the claim is
-// older than StartGrace.
-func (p *Partition) boxGone(c *Claim, now time.Time) (bool, string) {
-	b, err := runs.ReadBoxInfo(p.W.Run(c.Run))
+// BoxGone says whether the box of a claim (the run in runDir, claimed at
+// claimedAt) is certainly not running, and if not, why:
+//
+//   - box.json names a live supervisor (pid, start time and boot id): not
+//     gone, whatever run.json says (a supervisor past its run's end is still
+//     attesting and taking the post-run snapshot);
+//   - box.json names a dead supervisor: gone;
+//   - run.json records the run's end (`ended`: the supervisor or the
+//     reaper wrote it): gone, whatever the claim's age;
+//   - neither, and the claim is younger than StartGrace: not gone (its
+//     supervisor may still be starting); older: gone.
+//
+// box.json is never removed once written (by the supervisor or the
+// reaper): it is the run's record of who supervised it, and a stale one
+// is harmless because liveness never trusts the file alone.
+func BoxGone(runDir string, claimedAt, now time.Time) (bool, string) {
+	run := filepath.Base(runDir)
+	b, err := runs.ReadBoxInfo(runDir)
 	switch {
 	case err == nil && b.Alive():
-		return false, fmt.Sprintf("its box (run %s, pid %d) is alive", c.Run, b.PID)
+		return false, fmt.Sprintf("its box (run %s, pid %d) is alive", run, b.PID)
 	case err == nil:
 		return true, ""
-	case errors.Is(err, fs.ErrNotExist) && now.Sub(c.At) < StartGrace:
-		return false, fmt.Sprintf("run %s was claimed %s ago and has no box.json yet (its supervisor may still be starting)", c.Run, now.Sub(c.At).Round(time.Second))
+	case !errors.Is(err, fs.ErrNotExist):
+		return true, "" // unreadable box.json: refused, never trusted as alive
+	}
+	if r, err := runs.ReadRecord(runDir); err == nil && r.Ended != "" {
+		return true, ""
+	}
+	if now.Sub(claimedAt) < StartGrace {
+		return false, fmt.Sprintf("run %s was claimed %s ago and has no box.json yet (its supervisor may still be starting)", run, now.Sub(claimedAt).Round(time.Second))
 	}
 	return true, ""
+}
+
+func (p *Partition) boxGone(c *Claim, now time.Time) (bool, string) {
+	return BoxGone(p.W.Run(c.Run), c.At, now)
 }
 
 // Requeue puts a claimed task whose box is dead, or a needs-review task,
@@ -562,9 +587,9 @@ func pendingGates(t *Task) int {
 // Reclaim handles a claimed task whose box is gone: back to pending with
 // attempts + 1 (journal `reclaimed`), or, at the MaxReclaims-th loss,
 // failed with evidence "box lost 3 times". It refuses (exit 13) when the
-// claim no longer names run, when the box is alive, or when the claim is
-// younger than StartGrace and has no box.json yet. It returns the task's
-// new state.
+// claim no longer names run, or when its box is not certainly gone
+// (BoxGone: alive, or a claim younger than StartGrace with neither
+// box.json nor a recorded end). It returns the task's new state.
 func (p *Partition) Reclaim(ctx context.Context, id, run, note string) (string, error) {
 	t, err := p.begin(ctx)
 	if err != nil {
