@@ -4,6 +4,7 @@ package main
 // arguments, makes one lib/tms call per partition and prints the result.
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -277,8 +278,11 @@ func findTask(g *cli.Globals, env *cli.Env, worker, id string, finished bool) (*
 		return nil, tms.Found{}, err
 	}
 	f, skipped, err := tms.FindTask(env.Ctx, h, worker, id, finished)
-	for _, s := range skipped {
-		cli.Report(env, fmt.Errorf("worker skipped: %w", s))
+	for i, s := range skipped {
+		if i == 0 && err != nil && errors.Is(err, s) {
+			continue // err itself reports it
+		}
+		cli.Report(env, fmt.Errorf("skipped %w", s))
 	}
 	if err != nil {
 		return nil, f, err

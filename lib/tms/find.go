@@ -22,7 +22,9 @@ type Found struct {
 // searched first; with finished, the journals' finished tasks too when no
 // live task matches. Several matches: exit 2 listing them; none: exit 12.
 // Workers whose partition cannot be read are skipped, and their errors
-// returned alongside a result (for the caller to report).
+// (naming the worker) returned alongside a result (for the caller to
+// report); when no readable worker has the id, the error is the first
+// skipped worker's (14 for a corrupt partition), not "not found".
 func FindTask(ctx context.Context, h home.Home, worker, prefix string, finished bool) (Found, []error, error) {
 	var names []string
 	if worker != "" {
@@ -43,7 +45,7 @@ func FindTask(ctx context.Context, h home.Home, worker, prefix string, finished 
 	for _, n := range names {
 		p, err := Open(h, n, Options{Org: &config.Org{}, Worker: &config.Worker{Name: n}})
 		if err != nil {
-			skipped = append(skipped, err)
+			skipped = append(skipped, fmt.Errorf("worker %s: %w", n, err))
 			continue
 		}
 		parts[n] = p
@@ -52,7 +54,7 @@ func FindTask(ctx context.Context, h home.Home, worker, prefix string, finished 
 			if worker != "" {
 				return Found{}, nil, err
 			}
-			skipped = append(skipped, err)
+			skipped = append(skipped, fmt.Errorf("worker %s: %w", n, err))
 			continue
 		}
 		for i := range f.Tasks {
@@ -65,7 +67,7 @@ func FindTask(ctx context.Context, h home.Home, worker, prefix string, finished 
 		return Found{Worker: owner[id], ID: id}, skipped, nil
 	}
 	if !errors.Is(err, errs.ErrNotFound) || !finished {
-		return Found{}, skipped, err
+		return Found{}, skipped, unreadableOr(prefix, skipped, err)
 	}
 	ids = nil
 	sorted := make([]string, 0, len(parts))
@@ -79,7 +81,7 @@ func FindTask(ctx context.Context, h home.Home, worker, prefix string, finished 
 			if worker != "" {
 				return Found{}, nil, ferr
 			}
-			skipped = append(skipped, ferr)
+			skipped = append(skipped, fmt.Errorf("worker %s: %w", n, ferr))
 			continue
 		}
 		for fid := range fin {
@@ -92,7 +94,17 @@ func FindTask(ctx context.Context, h home.Home, worker, prefix string, finished 
 		if errors.Is(err, errs.ErrNotFound) && worker != "" {
 			return Found{}, skipped, errs.New(errs.ErrNotFound, fmt.Sprintf("task %q: not found in worker %s", prefix, worker))
 		}
-		return Found{}, skipped, err
+		return Found{}, skipped, unreadableOr(prefix, skipped, err)
 	}
 	return Found{Worker: owner[id], ID: id}, skipped, nil
+}
+
+// unreadableOr turns "not found" into the first unreadable worker's error
+// (its kind: 14 for a corrupt partition) when a worker was skipped, since
+// the id could live there; the caller need not report skipped[0] again.
+func unreadableOr(prefix string, skipped []error, err error) error {
+	if !errors.Is(err, errs.ErrNotFound) || len(skipped) == 0 {
+		return err
+	}
+	return fmt.Errorf("task %q: not found in the workers that could be read; %w", prefix, skipped[0])
 }

@@ -65,3 +65,24 @@ func TestCorruptTasksFileHintsAtRebuild(t *testing.T) {
 		t.Fatalf("hint %q", h)
 	}
 }
+
+// With no --worker, an id found in no readable partition is not "not
+// found" when some partition could not be read (the id could live
+// there): it is that worker's refusal (14), naming the worker and file.
+func TestFindTaskNotFoundWithUnreadablePartitionIsRefused(t *testing.T) {
+	h := newHome(t, "dobby", "winky")
+	p, _ := open(t, h, "dobby")
+	mustAdd(t, p, NewTask{Text: "a"})
+	w, _ := open(t, h, "winky")
+	mustAdd(t, w, NewTask{Text: "b"})
+	os.WriteFile(w.W.TasksFile(), []byte("{bad"), 0o600)
+	for _, fin := range []bool{false, true} {
+		_, skipped, err := FindTask(ctx, h, "", "t-1999", fin)
+		if !errors.Is(err, errs.ErrRefused) || !strings.Contains(err.Error(), "worker winky") || !strings.Contains(err.Error(), "tasks.json") {
+			t.Fatalf("finished=%v: %v; want 14 naming winky's tasks.json", fin, err)
+		}
+		if len(skipped) != 1 || !errors.Is(err, skipped[0]) {
+			t.Fatalf("skipped = %v", skipped)
+		}
+	}
+}
