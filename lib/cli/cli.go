@@ -108,7 +108,6 @@ func MainEnv(env *Env, grammar any, args []string, opts ...kong.Option) (code in
 		kong.Name(name),
 		kong.Writers(env.Stdout, env.Stderr),
 		kong.Exit(func(c int) { panic(exitPanic{c}) }),
-		kong.Vars{"version": name + " " + Version},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoExpandSubcommands: false}),
 		kong.Bind(env),
 		kong.BindTo(env.Ctx, (*context.Context)(nil)),
@@ -145,6 +144,10 @@ func MainEnv(env *Env, grammar any, args []string, opts ...kong.Option) (code in
 	if err != nil {
 		panic(err) // a grammar bug, not a user error
 	}
+	// --version's text, set after the model is built: kong.New
+	// interpolates every variable it holds into every flag and argument
+	// (a regexp pass each); the hook that prints it reads it at parse time.
+	kong.Vars{"version": name + " " + Version}.Apply(parser)
 	if dump {
 		DumpGrammar(env.Stdout, parser.Model.Node)
 		return 0
