@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -84,6 +85,7 @@ func newEnv(t *testing.T, org string) *env {
 		t.Skip("-short: no real boxes")
 	}
 	e := &env{t: t, h: home.Home{Dir: t.TempDir()}}
+	t.Cleanup(e.quiesce) // before the temporary home is removed
 	e.run("roster-task", "init")
 	if org != "" {
 		if err := os.WriteFile(e.h.OrgFile(), []byte(org), 0o644); err != nil {
@@ -131,9 +133,10 @@ func (e *env) add(worker, text string, args ...string) string {
 
 // dispatcher is a running roster-dispatch with its log.
 type dispatcher struct {
-	c   *exec.Cmd
-	log *syncBuf
-	end chan error
+	c      *exec.Cmd
+	log    *syncBuf
+	end    chan error
+	exited chan struct{} // closed when the process has exited
 }
 
 var logMu sync.Mutex
@@ -144,7 +147,7 @@ type syncBuf struct {
 
 func (e *env) start(args ...string) *dispatcher {
 	e.t.Helper()
-	d := &dispatcher{c: e.cmd("roster-dispatch", args...), log: &syncBuf{}, end: make(chan error, 1)}
+	d := &dispatcher{c: e.cmd("roster-dispatch", args...), log: &syncBuf{}, end: make(chan error, 1), exited: make(chan struct{})}
 	pr, pw, _ := os.Pipe()
 	d.c.Stderr = pw
 	if err := d.c.Start(); err != nil {
@@ -161,10 +164,10 @@ func (e *env) start(args ...string) *dispatcher {
 		}
 		close(done)
 	}()
-	go func() { err := d.c.Wait(); <-done; d.end <- err }()
+	go func() { err := d.c.Wait(); close(d.exited); <-done; d.end <- err }()
 	e.t.Cleanup(func() {
 		d.c.Process.Signal(syscall.SIGKILL)
-		e.killBoxes()
+		<-d.exited
 	})
 	return d
 }
@@ -191,6 +194,50 @@ func (d *dispatcher) wait(t *testing.T, within time.Duration) int {
 		t.Fatalf("roster-dispatch still running after %s\n%s", within, d.logText())
 	}
 	return -1
+}
+
+// quiesce ends whatever boxes a test left running and waits until no
+// process of this home is left (every suite program the dispatcher or a
+// supervisor starts is given --home), so nothing writes into the home
+// while the test's cleanup removes it.
+func (e *env) quiesce() {
+	e.killBoxes()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		left := e.processes()
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Errorf("processes of the home still running: %v", left)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// processes lists the running processes whose command line names this
+// home.
+func (e *env) processes() []string {
+	ents, _ := os.ReadDir("/proc")
+	var out []string
+	for _, p := range ents {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cl, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(cl, []byte(e.h.Dir)) {
+			continue
+		}
+		if st, err := os.ReadFile(filepath.Join("/proc", p.Name(), "stat")); err == nil {
+			if i := bytes.LastIndexByte(st, ')'); i > 0 && len(st) > i+2 && st[i+2] == 'Z' {
+				continue // exited, not yet reaped by its parent
+			}
+		}
+		out = append(out, p.Name()+": "+string(bytes.ReplaceAll(bytes.TrimRight(cl, "\x00"), []byte{0}, []byte{' '})))
+	}
+	return out
 }
 
 // killBoxes ends whatever boxes a test left running.

@@ -28,7 +28,7 @@ type CLI struct {
 	Poll      time.Duration `placeholder:"DUR" help:"Longest sleep between ticks (default: org.toml [dispatch] poll, 2s)."`
 	Worker    []string      `short:"w" placeholder:"NAME" help:"Serve only this worker (repeatable; default: every worker)."`
 	Once      bool          `help:"Reclaim, run one tick, then exit."`
-	UntilIdle bool          `help:"Exit when nothing is claimable now and no box is live."`
+	UntilIdle bool          `help:"Exit when nothing is claimable now, no box is live and every process it started has exited."`
 	NoWatch   bool          `help:"Do not watch the partitions for changes; wake only on timers and --poll (for comparison)."`
 	LogJSON   bool          `name:"log-json" help:"Log JSON lines instead of text."`
 }

@@ -26,7 +26,7 @@ type Options struct {
 	Poll       time.Duration       // longest sleep; 0: org [dispatch] poll
 	Workers    []string            // only these workers; nil: all
 	Once       bool                // one tick (and the start-up reclaim), then return
-	UntilIdle  bool                // return when nothing is claimable and no box is live
+	UntilIdle  bool                // return when nothing is claimable, no box is live and every process started has exited
 	NoWatch    bool                // no fsnotify: wake only on timers and poll
 	Log        *slog.Logger        // nil: discard
 	Getenv     func(string) string // the environment, fixed at start (env: credentials); nil: os.Environ now
@@ -64,7 +64,8 @@ type Dispatcher struct {
 	wsync    bool        // the set of watched folders may have changed
 	lost     atomic.Bool // the watcher lost events: read everything again
 
-	childExited atomic.Bool // a supervisor we started has exited
+	childExited atomic.Bool  // a supervisor we started has exited
+	running     atomic.Int64 // supervisors we started that have not exited
 }
 
 // New returns a dispatcher for o.Home. It does not take the lock: call

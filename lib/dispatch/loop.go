@@ -46,7 +46,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			lastReclaim = time.Now()
 		}
 		d.maybeDaily(ctx)
-		if d.o.Once || (d.o.UntilIdle && rep.Idle() && d.supervisorsLive() == 0) {
+		if d.o.Once || (d.o.UntilIdle && rep.Idle() && d.running.Load() == 0 && d.supervisorsLive() == 0) {
 			d.WaitDaily()
 			if d.o.UntilIdle {
 				d.log.Info("idle: nothing claimable and no box live")
@@ -92,10 +92,14 @@ func (d *Dispatcher) drain(ch <-chan fsnotify.Event) {
 	}
 }
 
-// supervisorsLive counts live supervisors of the served workers. A
-// supervisor outlives its task's claim: it attests, then takes the
-// post-run snapshot and writes the final run.json; --until-idle waits for
-// that too.
+// supervisorsLive counts live supervisors of the served workers (box.json
+// naming a running process), adopted ones included. A supervisor outlives
+// its task's claim: it attests, then takes the post-run snapshot and
+// writes the final run.json. --until-idle returns only when every process
+// it started has exited (running: its own supervisors, even one whose
+// claim was canceled before it wrote box.json; the reaps and daily jobs
+// are waited for where they run) and no adopted supervisor is live, so
+// nothing it set going writes into the home after it returns.
 func (d *Dispatcher) supervisorsLive() int {
 	_, served, err := d.workers()
 	if err != nil {

@@ -27,7 +27,8 @@ func (d *Dispatcher) program(override, name string) (string, error) {
 // own session (setsid), so a signal to the dispatcher's process group or
 // its exit never reaches it; stdin from /dev/null; stdout and stderr to
 // runs/RUN/supervisor.log. A goroutine waits for it so it never lingers
-// as a zombie while the dispatcher lives; the dispatcher never blocks on it.
+// as a zombie while the dispatcher lives; the dispatcher never blocks on it
+// (only --until-idle waits for every supervisor it started to exit).
 func (d *Dispatcher) startBox(worker, task, run string) error {
 	prog, err := d.program(d.o.BoxProgram, "roster-box")
 	if err != nil {
@@ -56,9 +57,11 @@ func (d *Dispatcher) startBox(worker, task, run string) error {
 		return err
 	}
 	d.children.Store(run, struct{}{})
+	d.running.Add(1)
 	go func() {
 		err := cmd.Wait()
 		d.children.Delete(run)
+		d.running.Add(-1)
 		if err != nil {
 			d.log.Debug("supervisor exited", "run", run, "status", err)
 		}
