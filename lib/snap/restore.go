@@ -105,10 +105,13 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 		return nil, fmt.Errorf("pre-restore snapshot: %w", err)
 	}
 	res.PreRestore = pre.ID
+	// Live inodes may be reused only when nothing can write into the old
+	// tree after the swap: no box is live, and --force was not asked for.
+	reuse := len(boxes) == 0 && !opt.Force
 	for i := range trees {
 		t := &trees[i]
 		t.staging = home.RestorePrefix + from + "-" + strconv.Itoa(i)
-		if err := s.stage(t, from, opt.Progress); err != nil {
+		if err := s.stage(t, from, reuse, opt.Progress); err != nil {
 			removeAt(s.wdir, t.staging)
 			return res, err
 		}
@@ -209,9 +212,16 @@ func (s *session) liveEntries(trees []restoreTree) ([]Entry, error) {
 }
 
 // stage copies tree t out of snapshot from into a new staging folder in
-// the worker's folder: new inodes only (hardlinks kept within the tree),
-// with the manifest's owners, modes and times applied on descriptors.
-func (s *session) stage(t *restoreTree, from string, progress func(int)) error {
+// the worker's folder: new inodes (hardlinks kept within the tree), with
+// the manifest's owners, modes and times applied on descriptors.
+//
+// With reuse, a regular file whose live inode is provably the one the
+// snapshot copied, untouched since (see reusable), is linked from the live
+// tree instead of copied: the old tree is deleted after the swap, so the
+// restored tree ends up the only owner of that inode. Live inodes are
+// never shared with a snapshot (take never links a live file), so this
+// never links a snapshot's inode into the store.
+func (s *session) stage(t *restoreTree, from string, reuse bool, progress func(int)) error {
 	snap, err := openDirAt(s.snaps, from)
 	if err != nil {
 		return err
@@ -233,21 +243,39 @@ func (s *session) stage(t *restoreTree, from string, progress func(int)) error {
 	type level struct {
 		path     string
 		src, dst int
+		live     int // the same folder in the live tree; -1 if none (or not reusing)
 		e        *Entry
 	}
-	stack := []level{{path: t.path, src: src, dst: dst, e: &t.entries[0]}}
+	live, liveDev := -1, uint64(0)
+	if reuse {
+		if fd, err := openDirAt(t.parent, t.name); err == nil {
+			var st unix.Stat_t
+			if unix.Fstat(fd, &st) == nil {
+				live, liveDev = fd, st.Dev
+			} else {
+				unix.Close(fd)
+			}
+		}
+	}
+	stack := []level{{path: t.path, src: src, dst: dst, live: live, e: &t.entries[0]}}
 	var buf []byte
 	groups := map[int]string{} // hardlink group -> path within the tree
 	closeLevel := func(l level) error {
 		err := applyMeta(l.dst, l.e, l.e.Mtime)
 		unix.Close(l.src)
 		unix.Close(l.dst)
+		if l.live >= 0 {
+			unix.Close(l.live)
+		}
 		return err
 	}
 	fail := func(err error) error {
 		for i := len(stack) - 1; i >= 0; i-- {
 			unix.Close(stack[i].src)
 			unix.Close(stack[i].dst)
+			if stack[i].live >= 0 {
+				unix.Close(stack[i].live)
+			}
 		}
 		return err
 	}
@@ -288,7 +316,13 @@ func (s *session) stage(t *restoreTree, from string, progress func(int)) error {
 				unix.Close(d)
 				return fail(fmt.Errorf("snapshot %s: %s: %w", from, EscapeName(e.Path), err))
 			}
-			stack = append(stack, level{path: e.Path, src: sfd, dst: d, e: e})
+			lfd := -1
+			if top.live >= 0 {
+				if fd, err := openDirAt(top.live, name); err == nil {
+					lfd = fd
+				}
+			}
+			stack = append(stack, level{path: e.Path, src: sfd, dst: d, live: lfd, e: e})
 		case TypeSymlink:
 			if err := unix.Symlinkat(e.Target, top.dst, name); err != nil {
 				return fail(fmt.Errorf("restore %s: %w", EscapeName(e.Path), err))
@@ -302,8 +336,10 @@ func (s *session) stage(t *restoreTree, from string, progress func(int)) error {
 					continue
 				}
 			}
-			if err := restoreFile(top.src, top.dst, name, e, &buf); err != nil {
-				return fail(fmt.Errorf("restore %s: %w", EscapeName(e.Path), err))
+			if !(top.live >= 0 && reusable(top.live, name, liveDev, e) && unix.Linkat(top.live, name, top.dst, name, 0) == nil) {
+				if err := restoreFile(top.src, top.dst, name, e, &buf); err != nil {
+					return fail(fmt.Errorf("restore %s: %w", EscapeName(e.Path), err))
+				}
 			}
 			if e.Group != 0 {
 				if _, ok := groups[e.Group]; !ok {
@@ -324,6 +360,24 @@ func (s *session) stage(t *restoreTree, from string, progress func(int)) error {
 		return fmt.Errorf("sync restored tree: %w", err)
 	}
 	return nil
+}
+
+// reusable reports whether the live file name in dir is provably what
+// the snapshot holds for e: a regular file on the live tree's filesystem
+// with the same mode, owner, size and mtime, and the very inode and ctime
+// the snapshot recorded as its source. The kernel sets ctime on every
+// write, chmod, chown, link or unlink of an inode and no caller can set
+// it, so an equal ctime means the inode is untouched since that take.
+func reusable(dir int, name string, dev uint64, e *Entry) bool {
+	if e.Unstable || e.Ino == 0 {
+		return false
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return false
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Dev == dev && st.Ino == e.Ino && st.Ctim.Nano() == e.Ctime &&
+		st.Mode&0o7777 == e.Mode && st.Uid == e.UID && st.Gid == e.GID && st.Size == e.Size && st.Mtim.Nano() == e.Mtime
 }
 
 // makeLocksMount makes the store's .locks mount point in a restored store:

@@ -3,6 +3,7 @@ package snap
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,6 +119,7 @@ func TestRestoreRefusedWhileBoxLiveForceKeepsOldTree(t *testing.T) {
 	needRoot(t)
 	w := newWorker(t, t.TempDir())
 	write(t, filepath.Join(w.Store(), "f"), "one", 0o644)
+	write(t, filepath.Join(w.Store(), "u"), "untouched", 0o644)
 	o := opts(10)
 	a := take(t, w, o)
 	write(t, filepath.Join(w.Store(), "f"), "two", 0o644)
@@ -147,6 +149,11 @@ func TestRestoreRefusedWhileBoxLiveForceKeepsOldTree(t *testing.T) {
 	old := filepath.Join(w.Snapshots(), ".trash", r.Trashed[0])
 	if string(mustRead(t, filepath.Join(old, "f"))) != "two" {
 		t.Fatal("old tree not kept in .trash")
+	}
+	// The live box keeps writing into the old tree: not even an untouched
+	// file of it may be reused by the restored one.
+	if inode(t, filepath.Join(old, "u")) == inode(t, filepath.Join(w.Store(), "u")) {
+		t.Fatal("forced restore under a live box linked a live inode of the old tree")
 	}
 	write(t, filepath.Join(w.Store(), "g"), "x", 0o644)
 	take(t, w, o)
@@ -208,5 +215,99 @@ func TestRestoreFromUnknownOrAmbiguous(t *testing.T) {
 	_, err = Restore(context.Background(), w, RestoreOptions{Options: o, From: "1999"})
 	if !errors.Is(err, errs.ErrNotFound) {
 		t.Fatalf("unknown prefix = %v", err)
+	}
+}
+
+// inodes lists the inode of every regular file below dir (its .locks
+// mount point left out), mapped to a path that has it.
+func inodes(t *testing.T, dir string) map[uint64]string {
+	t.Helper()
+	m := map[uint64]string{}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Type().IsRegular() {
+			m[inode(t, p)] = p
+		}
+		return nil
+	})
+	return m
+}
+
+// A restore with no live box links the live files that are provably the
+// snapshot's (same inode and ctime as the snapshot recorded, same mode,
+// owner, size, mtime) instead of copying them; everything else is copied.
+// The restored store shares no inode with any snapshot, an in-place write
+// to a restored file leaves every snapshot as it was, a file edited in
+// place with its mtime put back is still restored to the snapshot's bytes,
+// and the undo gives back the store as it was.
+func TestRestoreReusesOnlyUntouchedLiveInodesNeverSnapshotOnes(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	s := w.Store()
+	fillStore(t, s, "A")
+	o := opts(10)
+	a := take(t, w, o)
+	stateA := treeState(t, s)
+	untouched := filepath.Join(s, "repo/objects/ab/cdef")
+	untouchedIno := inode(t, untouched)
+	// State B: an in-place edit with the mtime put back (same size), a
+	// chmod, a chown, a content change, a new file.
+	head := filepath.Join(s, "repo/HEAD")
+	fi, _ := os.Lstat(head)
+	f, err := os.OpenFile(head, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("REF: MAIN"), 0)
+	f.Close()
+	os.Chtimes(head, fi.ModTime(), fi.ModTime())
+	os.Chmod(filepath.Join(s, "secret"), 0o640)
+	os.Chown(filepath.Join(s, "\xff\xfebin"), 200003, 200003)
+	write(t, filepath.Join(s, "notes.md"), "notes B", 0o644)
+	write(t, filepath.Join(s, "fresh"), "B only", 0o600)
+	stateB := treeState(t, s)
+	r, err := Restore(context.Background(), w, RestoreOptions{Options: o, From: a.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := treeState(t, s); got != stateA {
+		t.Fatalf("restored store:\n%s\nwant\n%s", got, stateA)
+	}
+	if inode(t, untouched) != untouchedIno {
+		t.Error("an untouched live file was copied, not reused")
+	}
+	ids, _ := IDs(w)
+	snapState := map[string]string{}
+	for _, id := range ids {
+		snapState[id] = treeState(t, filepath.Join(w.Snapshot(id), "store"))
+		snapInodes := inodes(t, w.Snapshot(id))
+		for ino, p := range inodes(t, s) {
+			if q, ok := snapInodes[ino]; ok {
+				t.Errorf("restored %s shares its inode with snapshot file %s", p, q)
+			}
+		}
+	}
+	// A box writes in place into restored files, reused and copied alike.
+	for _, p := range []string{untouched, head, filepath.Join(s, "notes.md"), filepath.Join(s, "secret")} {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString("overwritten in place")
+		f.Close()
+	}
+	for _, id := range ids {
+		if got := treeState(t, filepath.Join(w.Snapshot(id), "store")); got != snapState[id] {
+			t.Errorf("snapshot %s changed by an in-place write to the restored store", id)
+		}
+	}
+	// The undo gives back state B, whatever was written since.
+	if _, err := Restore(context.Background(), w, RestoreOptions{Options: o, From: r.PreRestore}); err != nil {
+		t.Fatal(err)
+	}
+	if got := treeState(t, s); got != stateB {
+		t.Fatalf("undone store:\n%s\nwant\n%s", got, stateB)
 	}
 }
