@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
+	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/fsx"
+	"github.com/roster-sh/roster/lib/runs"
+	"github.com/roster-sh/roster/lib/tms"
 )
 
 // State is data/dispatch.json: the dispatcher's bookkeeping across
@@ -22,11 +26,16 @@ type State struct {
 
 // DailyState records the last host-local day the daily jobs ran.
 type DailyState struct {
-	Day    string    `json:"day"` // YYYY-MM-DD, host-local
-	At     time.Time `json:"at"`
-	Sweep  string    `json:"sweep"` // "ok" or the error
-	Prune  string    `json:"prune"`
-	Failed bool      `json:"failed,omitempty"`
+	Day   string    `json:"day"` // YYYY-MM-DD, host-local
+	At    time.Time `json:"at"`
+	Sweep string    `json:"sweep"` // "ok", "skipped: ..." (no worker without a live box) or the error
+	// Swept are the workers the sweep was given; SweepSkipped those left
+	// out because a box of theirs was live (its post-run snapshot covers
+	// the store).
+	Swept        []string `json:"swept"`
+	SweepSkipped []string `json:"sweep_skipped,omitempty"`
+	Prune        string   `json:"prune"`
+	Failed       bool     `json:"failed,omitempty"`
 }
 
 // ReadState reads data/dispatch.json; a missing file is the zero State, a
@@ -61,11 +70,19 @@ func (d *Dispatcher) writeState(s State) error {
 // Today is the host-local day of the dispatcher's clock.
 func (d *Dispatcher) Today() string { return d.clock.Now().In(time.Local).Format("2006-01-02") }
 
-// maybeDaily starts the daily jobs (`roster-snap sweep`, `roster-runs
+// maybeDaily starts the daily jobs (`roster-snap sweep W...`, `roster-runs
 // prune`) in the background when data/dispatch.json says they have not run
 // on today's host-local day. The day is recorded when they finish, so a
 // restart never skips them; a restart in the middle repeats them, which is
 // harmless (both are idempotent).
+//
+// The sweep never snapshots a worker while a box of that worker is live
+// (the run's own post-run snapshot covers its store; a sweep in the middle
+// of a run would take the run's changes from it): it is given the workers
+// with no live box at the moment it starts — called after the tick, so
+// this tick's claims count — and the dispatcher claims nothing for those
+// workers until the sweep ends. With no such worker the sweep is skipped
+// and dispatch.json says so.
 func (d *Dispatcher) maybeDaily(ctx context.Context) {
 	d.dailyMu.Lock()
 	defer d.dailyMu.Unlock()
@@ -83,14 +100,26 @@ func (d *Dispatcher) maybeDaily(ctx context.Context) {
 		return
 	}
 	d.dailyRun = true
+	quiet, busy, qerr := d.quietWorkers(ctx)
+	d.holdForSweep(quiet)
 	d.dailyBusy.Add(1)
 	go func() {
 		defer d.dailyBusy.Done()
-		d.log.Info("daily jobs", "day", today)
-		s.Daily = DailyState{Day: today, At: d.clock.Now().UTC(),
-			Sweep: d.job(ctx, d.o.SnapProgram, "roster-snap", "sweep"),
-			Prune: d.job(ctx, d.o.RunsProgram, "roster-runs", "prune")}
-		s.Daily.Failed = s.Daily.Sweep != "ok" || s.Daily.Prune != "ok"
+		d.log.Info("daily jobs", "day", today, "sweep", quiet, "sweep_skipped", busy)
+		s.Daily = DailyState{Day: today, At: d.clock.Now().UTC(), Swept: append([]string{}, quiet...), SweepSkipped: busy}
+		switch {
+		case qerr != nil:
+			s.Daily.Sweep = "not run: " + qerr.Error()
+			d.log.Error("daily sweep not run", "err", qerr)
+		case len(quiet) == 0:
+			s.Daily.Sweep = "skipped: no worker without a live box"
+		default:
+			s.Daily.Sweep = d.job(ctx, d.o.SnapProgram, "roster-snap", append([]string{"sweep"}, quiet...)...)
+		}
+		d.holdForSweep(nil)
+		d.wake() // claims held for the sweep may go ahead
+		s.Daily.Prune = d.job(ctx, d.o.RunsProgram, "roster-runs", "prune")
+		s.Daily.Failed = (s.Daily.Sweep != "ok" && (len(quiet) > 0 || qerr != nil)) || s.Daily.Prune != "ok"
 		if ctx.Err() == nil { // interrupted: leave the day unrecorded, the next start runs them
 			if err := d.writeState(s); err != nil {
 				d.log.Error("cannot record the daily jobs", "err", err)
@@ -101,6 +130,57 @@ func (d *Dispatcher) maybeDaily(ctx context.Context) {
 		d.dailyMu.Unlock()
 		d.wake()
 	}()
+}
+
+// quietWorkers splits the workers of the home into those with no live box
+// (no claimed task, no live supervisor in box.json, no supervisor this
+// dispatcher started still running) and the others, both sorted. A worker
+// whose partition or spec cannot be read counts as busy: it is not swept.
+func (d *Dispatcher) quietWorkers(ctx context.Context) (quiet, busy []string, err error) {
+	all, err := config.ListWorkers(d.h)
+	if err != nil {
+		return nil, nil, err
+	}
+	ours := map[string]bool{}
+	d.children.Range(func(_, w any) bool { ours[w.(string)] = true; return true })
+	for _, w := range all {
+		live := ours[w]
+		if !live {
+			lb, err := runs.LiveBoxes(d.h.Worker(w))
+			live = err != nil || len(lb) > 0
+		}
+		if !live {
+			p, err := tms.Open(d.h, w, tms.Options{Clock: d.clock})
+			n := 0
+			if err == nil {
+				n, err = p.LiveClaims(ctx)
+			}
+			live = err != nil || n > 0
+		}
+		if live {
+			busy = append(busy, w)
+		} else {
+			quiet = append(quiet, w)
+		}
+	}
+	return quiet, busy, nil
+}
+
+// holdForSweep sets the workers the dispatcher claims nothing for while
+// the sweep runs (nil: none).
+func (d *Dispatcher) holdForSweep(ws []string) {
+	d.sweepMu.Lock()
+	defer d.sweepMu.Unlock()
+	d.sweeping = map[string]bool{}
+	for _, w := range ws {
+		d.sweeping[w] = true
+	}
+}
+
+func (d *Dispatcher) beingSwept(w string) bool {
+	d.sweepMu.Lock()
+	defer d.sweepMu.Unlock()
+	return d.sweeping[w]
 }
 
 // job runs one daily program and returns "ok" or what went wrong.
@@ -118,7 +198,7 @@ func (d *Dispatcher) job(ctx context.Context, override, name string, args ...str
 		d.log.Error("daily job failed", "job", name, "err", msg)
 		return msg
 	}
-	d.log.Info("daily job done", "job", name+" "+args[0])
+	d.log.Info("daily job done", "job", name+" "+strings.Join(args, " "))
 	return "ok"
 }
 

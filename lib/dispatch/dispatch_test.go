@@ -307,6 +307,7 @@ func TestSecondDispatcherIsBusyNamingPID(t *testing.T) {
 
 func TestDailyJobsOncePerLocalDayAcrossRestarts(t *testing.T) {
 	f := newFixture(t, "")
+	f.worker("dobby", "") // a worker to sweep
 	marker := t.TempDir() + "/ran"
 	job := t.TempDir() + "/job.sh"
 	os.WriteFile(job, []byte("#!/bin/sh\necho \"$1\" >> "+marker+"\n"), 0o755)
@@ -516,5 +517,88 @@ func TestTemplateActivationsFireOnceAcrossRestarts(t *testing.T) {
 	}
 	if missed == 0 {
 		t.Fatal("the downtime missed nothing: the test does not exercise catch-up")
+	}
+}
+
+// The daily sweep never snapshots a worker while a box of that worker is
+// live (its run's post-run snapshot covers the store): it is given only
+// the workers without a live box or claim when it starts, is skipped (and
+// recorded so) when there is none, and nothing is claimed for the swept
+// workers until it ends.
+func TestDailySweepSkipsWorkersWithLiveBoxes(t *testing.T) {
+	f := newFixture(t, "")
+	for _, w := range []string{"boxed", "quiet", "starting"} {
+		f.worker(w, "")
+	}
+	ctx := context.Background()
+	// boxed: a claim whose supervisor (this test process) is alive.
+	boxed := f.add("boxed", 1)
+	run := home.NewRunID(f.clock.Now())
+	if _, err := f.part("boxed").Claim(ctx, boxed[0], run); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := runs.SelfBoxInfo("boxed", run, boxed[0], f.clock.Now())
+	os.MkdirAll(f.h.Worker("boxed").Run(run), 0o755)
+	runs.WriteBoxInfo(f.h.Worker("boxed").Run(run), b)
+	// starting: claimed, its supervisor has not written box.json yet.
+	starting := f.add("starting", 1)
+	if _, err := f.part("starting").Claim(ctx, starting[0], home.NewRunID(f.clock.Now())); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	job := dir + "/job.sh"
+	os.WriteFile(job, []byte(`#!/bin/sh
+echo "$@" >> `+dir+`/ran
+if [ "$1" = sweep ]; then
+	touch `+dir+`/sweeping
+	while [ ! -e `+dir+`/release ]; do sleep 0.02; done
+fi
+`), 0o755)
+	d := f.dispatcher(Options{})
+	d.o.SnapProgram, d.o.RunsProgram = job, job
+	d.maybeDaily(ctx)
+	for {
+		if _, err := os.Stat(dir + "/sweeping"); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// While the sweep runs, nothing is claimed for the workers it sweeps.
+	queued := f.add("quiet", 1)
+	if rep := d.Tick(ctx); len(rep.Started) != 0 || f.claimed("quiet") != 0 {
+		t.Fatalf("claimed for a worker being swept: %+v", rep.Started)
+	}
+	os.WriteFile(dir+"/release", nil, 0o644)
+	d.WaitDaily()
+	ran, _ := os.ReadFile(dir + "/ran")
+	want := "sweep quiet --home " + f.h.Dir + "\nprune --home " + f.h.Dir + "\n"
+	if string(ran) != want {
+		t.Fatalf("daily jobs ran as %q, want %q", ran, want)
+	}
+	s, err := d.ReadState()
+	if err != nil || s.Daily.Sweep != "ok" || strings.Join(s.Daily.Swept, ",") != "quiet" ||
+		strings.Join(s.Daily.SweepSkipped, ",") != "boxed,starting" || s.Daily.Failed {
+		t.Fatalf("dispatch.json: %+v, %v", s.Daily, err)
+	}
+	// After the sweep the held task is claimed.
+	if rep := d.Tick(ctx); len(rep.Started) != 1 || rep.Started[0].Task != queued[0] {
+		t.Fatalf("after the sweep: started %+v, want %s", rep.Started, queued[0])
+	}
+
+	// The next day every worker has a live claim: the sweep is skipped,
+	// and dispatch.json says so; prune still runs.
+	f.clock.add(24 * time.Hour)
+	os.Remove(dir + "/ran")
+	d = f.dispatcher(Options{})
+	d.o.SnapProgram, d.o.RunsProgram = job, job
+	d.maybeDaily(ctx)
+	d.WaitDaily()
+	if ran, _ := os.ReadFile(dir + "/ran"); string(ran) != "prune --home "+f.h.Dir+"\n" {
+		t.Fatalf("with every worker busy the jobs ran as %q; want prune only", ran)
+	}
+	s, err = d.ReadState()
+	if err != nil || !strings.HasPrefix(s.Daily.Sweep, "skipped") || len(s.Daily.Swept) != 0 || s.Daily.Failed || s.Daily.Day != d.Today() {
+		t.Fatalf("dispatch.json with the sweep skipped: %+v, %v", s.Daily, err)
 	}
 }

@@ -48,10 +48,12 @@ type Dispatcher struct {
 	held      string            // the hold logged as started, "" when none
 	rr        int               // round-robin start
 	kick      chan struct{}     // a child exited, a job finished: look again
-	children  sync.Map          // run id -> struct{} while our `roster-box run` child lives
+	children  sync.Map          // run id -> worker while our `roster-box run` child lives
 	dailyBusy sync.WaitGroup
 	dailyMu   sync.Mutex
 	dailyRun  bool
+	sweepMu   sync.Mutex
+	sweeping  map[string]bool // workers the running sweep was given: no claims for them until it ends
 
 	// What the last ticks read, and what changed since (see workerState).
 	cache    map[string]*workerState

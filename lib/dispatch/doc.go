@@ -19,6 +19,9 @@
 //     (folders, because a watch on a file dies at the first rename over
 //     it), timers for the next activation or scheduled_at, and poll as
 //     the longest sleep.
+//   - The daily sweep (`roster-snap sweep W...`) is given only the workers
+//     without a live box when it starts, and no claim is made for them
+//     until it ends: a sweep never races a run's own post-run snapshot.
 //   - Time rules (templates, the daily jobs' host-local day) read the
 //     injected Clock; sleeping uses real timers.
 package dispatch

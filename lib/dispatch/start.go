@@ -56,7 +56,7 @@ func (d *Dispatcher) startBox(worker, task, run string) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	d.children.Store(run, struct{}{})
+	d.children.Store(run, worker)
 	d.running.Add(1)
 	go func() {
 		err := cmd.Wait()

@@ -172,6 +172,9 @@ func (d *Dispatcher) claimRoundRobin(ctx context.Context, ready []*workerState, 
 		progress = false
 		for i := 0; i < n && avail > 0; i++ {
 			ws := ready[(start+i)%n]
+			if d.beingSwept(ws.name) {
+				continue // the daily sweep is snapshotting its store: after it
+			}
 			for len(ws.due) > 0 && ws.live < max(ws.spec.Concurrency, 1) {
 				task := ws.due[0]
 				ws.due = ws.due[1:]
