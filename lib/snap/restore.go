@@ -77,16 +77,16 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 	if err != nil {
 		return nil, err
 	}
-	live, err := s.liveEntries(trees)
-	if err != nil {
-		return nil, err
-	}
 	var want []Entry
 	for _, t := range trees {
 		want = append(want, t.entries...)
 	}
-	res.Changes = compare(live, index(live), want, true)
 	if opt.DryRun {
+		live, err := s.liveEntries(trees)
+		if err != nil {
+			return nil, err
+		}
+		res.Changes = compare(live, index(live), want, true)
 		return res, nil
 	}
 	boxes, err := runs.LiveBoxes(w)
@@ -105,6 +105,12 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 		return nil, fmt.Errorf("pre-restore snapshot: %w", err)
 	}
 	res.PreRestore = pre.ID
+	// The pre-restore take walked the live trees under the same lock: its
+	// entries are the live state the change list compares with.
+	live := inTrees(pre.walked, trees)
+	pre.walked = nil
+	res.Changes = compare(live, index(live), want, true)
+	want = nil
 	// Live inodes may be reused only when nothing can write into the old
 	// tree after the swap: no box is live, and --force was not asked for.
 	reuse := len(boxes) == 0 && !opt.Force
@@ -189,6 +195,21 @@ func (s *session) restoreTrees(m *Manifest, channel string) ([]restoreTree, func
 		t.parent, t.name = fd, t.path[len(home.SnapChannelStoresDir)+1:]
 	}
 	return trees, done, nil
+}
+
+// inTrees keeps the entries (in walk order) that lie in one of trees.
+func inTrees(es []Entry, trees []restoreTree) []Entry {
+	var out []Entry
+	for i := range es {
+		p := es[i].Path
+		for _, t := range trees {
+			if p == t.path || (strings.HasPrefix(p, t.path) && p[len(t.path)] == '/') {
+				out = append(out, es[i])
+				break
+			}
+		}
+	}
+	return out
 }
 
 // liveEntries walks the live trees a restore would replace.

@@ -45,6 +45,8 @@ type Result struct {
 	Disabled  bool   // store.snapshots = 0: no snapshot
 	Changes   []Change
 	Pruned    []string
+
+	walked []Entry // the entries the take walked (a restore's live state)
 }
 
 // session is a worker's snapshot folder opened under the store lock.
@@ -497,6 +499,7 @@ func (s *session) take(ctx context.Context, opt *Options, label string, force bo
 	ok = true
 	res.ID = id
 	res.Changes = changes
+	res.walked = walk.entries
 	return res, nil
 }
 
