@@ -367,7 +367,7 @@ type CancelCmd struct {
 }
 
 func (c *CancelCmd) Run(g *cli.Globals, env *cli.Env) error {
-	p, f, err := findTask(g, env, c.Worker, c.ID, false)
+	p, f, err := findTask(g, env, c.Worker, c.ID, true) // a finished one: 13, not 12
 	if err != nil {
 		return err
 	}
@@ -589,7 +589,7 @@ type GateResolveCmd struct {
 }
 
 func (c *GateResolveCmd) Run(g *cli.Globals, env *cli.Env) error {
-	p, f, err := findTask(g, env, c.Worker, c.ID, false)
+	p, f, err := findTask(g, env, c.Worker, c.ID, true) // a finished one: 13, not 12
 	if err != nil {
 		return err
 	}

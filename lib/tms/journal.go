@@ -32,6 +32,21 @@ func (p *Partition) Finished() ([]Task, error) {
 	return out, nil
 }
 
+// notLive is the error for a change to task id, which is not in
+// tasks.json: a conflict (13) naming its state when the journal has it
+// finished (tools.md: a state change the current state forbids), else not
+// found (12). It reads the whole journal, on this error path only.
+func (p *Partition) notLive(id, change string) error {
+	fin, err := finishedTasks(p.W.Journal())
+	if err != nil {
+		return err
+	}
+	if t, ok := fin[id]; ok {
+		return conflict("task %s is %s (finished): too late to %s", id, t.State, change)
+	}
+	return notFound("task %s: not pending, claimed or in review in worker %s", id, p.Name)
+}
+
 // FollowPoll is how often Follow looks for new lines.
 const FollowPoll = 100 * time.Millisecond
 

@@ -469,8 +469,8 @@ func TestCancelPendingTaskJournalsCanceled(t *testing.T) {
 	if l := j[len(j)-1]; l.Event != EvCanceled || l.Reason != "changed my mind" || !l.Records[0].Removed {
 		t.Fatalf("line = %+v", l)
 	}
-	if _, err := p.Cancel(ctx, a.ID, "", ByOwner); !errors.Is(err, errs.ErrNotFound) {
-		t.Fatalf("cancel twice: %v", err)
+	if _, err := p.Cancel(ctx, a.ID, "", ByOwner); !errors.Is(err, errs.ErrConflict) {
+		t.Fatalf("cancel twice: %v; want 13 (finished)", err)
 	}
 }
 

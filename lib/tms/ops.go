@@ -350,7 +350,7 @@ func (p *Partition) Cancel(ctx context.Context, id, why, by string) (run string,
 	defer t.end()
 	task := t.f.Task(id)
 	if task == nil {
-		return "", notFound("task %s: not pending, claimed or in review in worker %s", id, p.Name)
+		return "", p.notLive(id, "cancel it")
 	}
 	if task.Claim != nil {
 		run = task.Claim.Run
@@ -644,7 +644,7 @@ func (p *Partition) ResolveGate(ctx context.Context, id, gate, decision, why str
 	defer t.end()
 	task := t.f.Task(id)
 	if task == nil {
-		return "", notFound("task %s: not pending, claimed or in review in worker %s", id, p.Name)
+		return "", p.notLive(id, "resolve its gates")
 	}
 	gi := -1
 	for i, g := range task.Gates {

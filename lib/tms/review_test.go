@@ -86,3 +86,24 @@ func TestFindTaskNotFoundWithUnreadablePartitionIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// tools.md: 13 is "a state change that the current state forbids":
+// canceling a finished task, or resolving a gate of one, names its state.
+func TestCancelOrResolveFinishedTaskConflicts(t *testing.T) {
+	p, _ := open(t, newHome(t, "dobby"), "dobby")
+	a := mustAdd(t, p, NewTask{Text: "a"})
+	if _, err := p.Cancel(ctx, a.ID, "", ByOwner); err != nil {
+		t.Fatal(err)
+	}
+	_, err := p.Cancel(ctx, a.ID, "", ByOwner)
+	if !errors.Is(err, errs.ErrConflict) || !strings.Contains(err.Error(), "canceled") {
+		t.Fatalf("cancel twice: %v; want 13 naming canceled", err)
+	}
+	_, err = p.ResolveGate(ctx, a.ID, "g1", "approve", "")
+	if !errors.Is(err, errs.ErrConflict) || !strings.Contains(err.Error(), "canceled") {
+		t.Fatalf("resolve on a finished task: %v; want 13", err)
+	}
+	if _, err := p.Cancel(ctx, "t-1999-01-01-00-00-00-none", "", ByOwner); !errors.Is(err, errs.ErrNotFound) {
+		t.Fatalf("unknown id: %v; want 12", err)
+	}
+}
