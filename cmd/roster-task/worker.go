@@ -30,8 +30,8 @@ type WorkerAddCmd struct {
 	Command     []string `name:"command" sep:"none" placeholder:"ARGV" help:"The program a run starts. Given once, it is split on white space; given several times, each is one word."`
 	Heartbeat   string   `name:"heartbeat" placeholder:"DUR" help:"The heartbeat template's period, or \"off\" (default 30m)."`
 	Role        string   `name:"role" placeholder:"TEXT" help:"The text that opens every briefing."`
-	UID         int      `name:"uid" placeholder:"UID" help:"The box user (and group) id; default: the lowest free one from 200000."`
-	Concurrency int      `name:"concurrency" placeholder:"N" help:"Boxes of this worker at once from dispatch (default 1)."`
+	UID         *int     `name:"uid" placeholder:"UID" help:"The box user (and group) id; default: the lowest free one from 200000."`
+	Concurrency *int     `name:"concurrency" placeholder:"N" help:"Boxes of this worker at once from dispatch (default 1)."`
 	Network     string   `name:"network" placeholder:"none|host" help:"\"none\" (loopback only, the default) or \"host\"."`
 }
 
@@ -48,13 +48,29 @@ func (c *WorkerAddCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err := home.ValidWorker(c.Name); err != nil {
 		return err
 	}
+	// A flag given is a value asked for: 0 is never "the default" here.
+	uid, conc := 0, 0
+	if c.UID != nil {
+		if uid = *c.UID; uid < 1 {
+			return errs.New(errs.ErrUsage, fmt.Sprintf("--uid %d: not a usable box user (1 to 4294967294; never 0, root)", uid))
+		}
+	}
+	if c.Concurrency != nil {
+		if conc = *c.Concurrency; conc < 1 {
+			return errs.New(errs.ErrUsage, fmt.Sprintf("--concurrency %d: must be 1 or more", conc))
+		}
+	}
+	argv := commandArgv(c.Command)
+	if c.Command != nil && len(argv) == 0 {
+		return errs.New(errs.ErrUsage, "--command: empty; give the program a run starts (or leave --command out)")
+	}
 	h, err := g.OpenHome()
 	if err != nil {
 		return err
 	}
 	w, err := config.AddWorker(env.Ctx, h, config.NewWorker{
-		Name: c.Name, Role: c.Role, Command: commandArgv(c.Command), Heartbeat: c.Heartbeat,
-		UID: c.UID, Concurrency: c.Concurrency, Network: c.Network,
+		Name: c.Name, Role: c.Role, Command: argv, Heartbeat: c.Heartbeat,
+		UID: uid, Concurrency: conc, Network: c.Network,
 	})
 	if errors.Is(err, fs.ErrPermission) {
 		return errs.WithHint(err, "worker add runs as root: it gives the worker's folders to its box uid")
