@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"time"
 
@@ -37,6 +38,16 @@ type CLI struct {
 }
 
 func main() {
+	// ROSTER_SNAP_CPUPROFILE=FILE writes a CPU profile of the whole run
+	// (for bench/snap.sh and go tool pprof; not documented to users).
+	if p := os.Getenv("ROSTER_SNAP_CPUPROFILE"); p != "" {
+		if f, err := os.Create(p); err == nil && pprof.StartCPUProfile(f) == nil {
+			code := cli.Main("roster-snap", &CLI{}, os.Args[1:])
+			pprof.StopCPUProfile()
+			f.Close()
+			os.Exit(code)
+		}
+	}
 	os.Exit(cli.Main("roster-snap", &CLI{}, os.Args[1:]))
 }
 
