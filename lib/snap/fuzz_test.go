@@ -80,6 +80,22 @@ func TestManifestRoundTrip(t *testing.T) {
 	}
 }
 
+// WriteTo streams exactly the bytes Encode gives, across its pieces.
+func TestManifestWriteToMatchesEncode(t *testing.T) {
+	m := &Manifest{Header: Header{Format: 1, ID: "20260719-104432.512"}}
+	for i := 0; i < 3000; i++ {
+		m.Entries = append(m.Entries, Entry{Path: "store/d/" + strings.Repeat("n", i%50) + "\xff", Type: TypeFile, Mode: 0o644, Size: int64(i), Ino: uint64(i)})
+	}
+	m.Header.Entries = len(m.Entries)
+	var buf bytes.Buffer
+	if _, err := m.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if want := m.Encode(); len(want) < 2*(64<<10) || !bytes.Equal(buf.Bytes(), want) {
+		t.Fatalf("WriteTo gave %d bytes, Encode %d (or the test manifest is too small)", buf.Len(), len(want))
+	}
+}
+
 func TestEscapeNameLikeRsync(t *testing.T) {
 	for in, want := range map[string]string{
 		"new\nline":  `new\#012line`,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -452,6 +453,28 @@ func ParseManifest(data []byte) (*Manifest, error) {
 		return nil, fmt.Errorf("%w: %d entries, header says %d", ErrBadManifest, len(m.Entries), h.Entries)
 	}
 	return m, nil
+}
+
+// WriteTo writes the manifest as Encode gives it, in pieces of about
+// 64 KiB, so a large manifest is never held whole in memory.
+func (m *Manifest) WriteTo(w io.Writer) (int64, error) {
+	hb, _ := json.Marshal(m.Header)
+	b := make([]byte, 0, 64<<10+4096)
+	b = append(append(b, hb...), '\n')
+	var n int64
+	for i := range m.Entries {
+		b = append(AppendEntry(b, &m.Entries[i]), '\n')
+		if len(b) >= 64<<10 {
+			k, err := w.Write(b)
+			n += int64(k)
+			if err != nil {
+				return n, err
+			}
+			b = b[:0]
+		}
+	}
+	k, err := w.Write(b)
+	return n + int64(k), err
 }
 
 // Encode writes the manifest: the header line, then one line per entry.

@@ -78,8 +78,12 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 		return nil, err
 	}
 	var want []Entry
-	for _, t := range trees {
-		want = append(want, t.entries...)
+	if len(trees) == 1 {
+		want = trees[0].entries // no copy
+	} else {
+		for _, t := range trees {
+			want = append(want, t.entries...)
+		}
 	}
 	if opt.DryRun {
 		live, err := s.liveEntries(trees)
@@ -162,17 +166,35 @@ func (s *session) restoreTrees(m *Manifest, channel string) ([]restoreTree, func
 		trees[i].path = p
 		byRoot[p] = i
 	}
-	for _, e := range m.Entries {
-		r := e.Path
-		if strings.HasPrefix(r, home.SnapChannelStoresDir+"/") {
-			if j := strings.IndexByte(r[len(home.SnapChannelStoresDir)+1:], '/'); j >= 0 {
-				r = r[:len(home.SnapChannelStoresDir)+1+j]
-			}
-		} else if j := strings.IndexByte(r, '/'); j >= 0 {
-			r = r[:j]
+	// A manifest is in walk order, so each tree's entries are one run of
+	// it: slice them out without a copy (and copy only if they are not).
+	start := make([]int, len(trees))
+	for i := range start {
+		start[i] = -1
+	}
+	runs := true
+	for k := range m.Entries {
+		i, ok := byRoot[treeOf(m.Entries[k].Path)]
+		if !ok {
+			continue
 		}
-		if i, ok := byRoot[r]; ok {
-			trees[i].entries = append(trees[i].entries, e)
+		t := &trees[i]
+		if start[i] < 0 {
+			start[i] = k
+		} else if start[i]+len(t.entries) != k {
+			runs = false
+			break
+		}
+		t.entries = m.Entries[start[i] : k+1 : k+1]
+	}
+	if !runs {
+		for i := range trees {
+			trees[i].entries = nil
+		}
+		for _, e := range m.Entries {
+			if i, ok := byRoot[treeOf(e.Path)]; ok {
+				trees[i].entries = append(trees[i].entries, e)
+			}
 		}
 	}
 	for i := range trees {
@@ -197,16 +219,42 @@ func (s *session) restoreTrees(m *Manifest, channel string) ([]restoreTree, func
 	return trees, done, nil
 }
 
+// treeOf names the tree (store or channel store) a manifest path is in.
+func treeOf(r string) string {
+	if strings.HasPrefix(r, home.SnapChannelStoresDir+"/") {
+		if j := strings.IndexByte(r[len(home.SnapChannelStoresDir)+1:], '/'); j >= 0 {
+			r = r[:len(home.SnapChannelStoresDir)+1+j]
+		}
+	} else if j := strings.IndexByte(r, '/'); j >= 0 {
+		r = r[:j]
+	}
+	return r
+}
+
 // inTrees keeps the entries (in walk order) that lie in one of trees.
 func inTrees(es []Entry, trees []restoreTree) []Entry {
-	var out []Entry
-	for i := range es {
-		p := es[i].Path
+	in := func(p string) bool {
 		for _, t := range trees {
 			if p == t.path || (strings.HasPrefix(p, t.path) && p[len(t.path)] == '/') {
-				out = append(out, es[i])
-				break
+				return true
 			}
+		}
+		return false
+	}
+	all := true
+	for i := range es {
+		if !in(es[i].Path) {
+			all = false
+			break
+		}
+	}
+	if all {
+		return es // the usual case: no copy
+	}
+	var out []Entry
+	for i := range es {
+		if in(es[i].Path) {
+			out = append(out, es[i])
 		}
 	}
 	return out

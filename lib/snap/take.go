@@ -602,7 +602,7 @@ func (s *session) finish(partial, id string, m *Manifest, changes []Change) erro
 		return err
 	}
 	defer unix.Close(pfd)
-	if err := writeNew(pfd, home.SnapManifest, m.Encode()); err != nil {
+	if err := writeNewFrom(pfd, home.SnapManifest, m.WriteTo); err != nil {
 		return fmt.Errorf("write manifest: %w", err)
 	}
 	if err := writeNew(pfd, home.SnapChanges, ChangeList(changes)); err != nil {
@@ -634,12 +634,21 @@ func ChangeList(cs []Change) []byte {
 
 // writeNew writes a new file in dir (it must not exist), mode 0600.
 func writeNew(dir int, name string, data []byte) error {
+	return writeNewFrom(dir, name, func(w io.Writer) (int64, error) {
+		n, err := w.Write(data)
+		return int64(n), err
+	})
+}
+
+// writeNewFrom writes a new file in dir (it must not exist), mode 0600,
+// with what write gives it.
+func writeNewFrom(dir int, name string, write func(io.Writer) (int64, error)) error {
 	fd, err := unix.Openat(dir, name, openNewFlags, 0o600)
 	if err != nil {
 		return err
 	}
 	f := os.NewFile(uintptr(fd), name)
-	_, err = f.Write(data)
+	_, err = write(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
