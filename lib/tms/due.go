@@ -17,7 +17,7 @@ const (
 	StateWaiting     = "waiting"   // a dependency has not finished
 	StateBlocked     = "blocked"   // a dependency failed or was canceled
 	StateLate        = "late"      // proactive, and the day's budget is used up
-	StateHeld        = "held"      // dispatch holds: no credential, low disk
+	StateHeld        = "held"      // dispatch holds: worker paused, no credential, low disk
 	StateClaimed     = Claimed
 	StateNeedsReview = NeedsReview
 )
@@ -109,8 +109,8 @@ type DueReport struct {
 }
 
 // Due lists the partition's live tasks with their eligibility, the
-// claimable ones in claim order. Holds (no credential, low disk) make
-// everything held; an exhausted budget makes proactive work late. It does
+// claimable ones in claim order. Holds (worker paused, no credential, low
+// disk) make everything held; an exhausted budget makes proactive work late. It does
 // not fire templates: call FireTemplates first.
 func (p *Partition) Due(ctx context.Context) (*DueReport, error) {
 	f, err := p.Read(ctx)
@@ -119,6 +119,9 @@ func (p *Partition) Due(ctx context.Context) (*DueReport, error) {
 	}
 	now := p.clock.Now()
 	r := &DueReport{Worker: p.Name, Version: f.Version}
+	if p.Spec != nil && p.Spec.Paused {
+		r.Holds = append(r.Holds, "worker paused") // dispatch claims nothing for it
+	}
 	if !CredentialsPresent(p.Org, p.getenv) {
 		r.Holds = append(r.Holds, "no credential")
 	}

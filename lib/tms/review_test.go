@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
 )
 
@@ -105,5 +106,23 @@ func TestCancelOrResolveFinishedTaskConflicts(t *testing.T) {
 	}
 	if _, err := p.Cancel(ctx, "t-1999-01-01-00-00-00-none", "", ByOwner); !errors.Is(err, errs.ErrNotFound) {
 		t.Fatalf("unknown id: %v; want 12", err)
+	}
+}
+
+// A paused worker's pending tasks are held (dispatch claims nothing for
+// it), never shown as due or claimable.
+func TestPausedWorkerTasksAreHeld(t *testing.T) {
+	h := newHome(t, "dobby")
+	p, err := Open(h, "dobby", Options{Clock: &fakeClock{t: t0}, Org: defaultOrg(t), Worker: &config.Worker{Name: "dobby", Paused: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAdd(t, p, NewTask{Text: "a"})
+	r, err := p.Due(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Claimable) != 0 || r.Entries[0].Status != StateHeld || r.Entries[0].Why != "held: worker paused" {
+		t.Fatalf("paused: claimable %d, entry %+v", len(r.Claimable), r.Entries[0].Eligibility)
 	}
 }
