@@ -50,7 +50,9 @@ func readText(args []string, stdin io.Reader) (string, error) {
 		if len(data) > tms.MaxText {
 			return "", errs.New(errs.ErrUsage, "text on stdin is more than the 1 MiB limit")
 		}
-		return string(data), nil
+		// One trailing newline is the line's end (echo, a heredoc), not text.
+		s := strings.TrimSuffix(string(data), "\n")
+		return strings.TrimSuffix(s, "\r"), nil
 	}
 	return strings.Join(args, " "), nil
 }
@@ -71,11 +73,27 @@ type AddCmd struct {
 	After    []string `help:"Only after task ID has completed (repeatable)." placeholder:"ID"`
 	Ceiling  string   `help:"Wall-clock limit of its run (default: org.toml [ceilings] filed)." placeholder:"DUR"`
 	Standing string   `help:"owner (default) or proactive." enum:"owner,proactive" default:"owner"`
-	Channel  string   `help:"The conversation it belongs to." placeholder:"CHAN"`
+	Channel  *string  `help:"The conversation it belongs to." placeholder:"CHAN"`
 	Priority int      `help:"Higher is claimed first within a standing." default:"0"`
 }
 
+// checkChannel refuses an empty --channel: a channel is a non-empty string
+// (layout.md), and "" would silently mean none.
+func checkChannel(ch *string) (string, error) {
+	if ch == nil {
+		return "", nil
+	}
+	if _, err := home.EncodeChannel(*ch); err != nil || *ch == "" {
+		return "", errs.New(errs.ErrUsage, fmt.Sprintf("--channel %q: a channel is a non-empty string with no NUL byte whose encoded form fits in 255 bytes", *ch))
+	}
+	return *ch, nil
+}
+
 func (c *AddCmd) Run(g *cli.Globals, env *cli.Env) error {
+	ch, err := checkChannel(c.Channel)
+	if err != nil {
+		return err
+	}
 	p, err := openPartition(g, c.Worker)
 	if err != nil {
 		return err
@@ -84,7 +102,7 @@ func (c *AddCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	nt := tms.NewTask{Text: text, Standing: c.Standing, After: c.After, Ceiling: c.Ceiling, Channel: c.Channel, Priority: c.Priority}
+	nt := tms.NewTask{Text: text, Standing: c.Standing, After: c.After, Ceiling: c.Ceiling, Channel: ch, Priority: c.Priority}
 	if c.At != "" {
 		at, err := tms.ParseAt(c.At, p.Now(), time.Local)
 		if err != nil {
@@ -102,13 +120,18 @@ func (c *AddCmd) Run(g *cli.Globals, env *cli.Env) error {
 
 // RelayCmd is `roster-task relay`.
 type RelayCmd struct {
-	Worker  string   `arg:"" help:"The worker."`
-	Text    []string `arg:"" optional:"" help:"The message; \"-\" (or nothing) reads it from stdin (at most 1 MiB)."`
-	Channel string   `required:"" help:"The conversation it came from." placeholder:"CHAN"`
-	From    string   `help:"Who sent it." placeholder:"WHO"`
+	Worker   string   `arg:"" help:"The worker."`
+	Text     []string `arg:"" optional:"" help:"The message; \"-\" (or nothing) reads it from stdin (at most 1 MiB)."`
+	Channel  string   `required:"" help:"The conversation it came from." placeholder:"CHAN"`
+	From     string   `help:"Who sent it." placeholder:"WHO"`
+	Ceiling  string   `help:"Wall-clock limit of its run (default: org.toml [ceilings] relay)." placeholder:"DUR"`
+	Priority int      `help:"Higher is claimed first within a standing." default:"0"`
 }
 
 func (c *RelayCmd) Run(g *cli.Globals, env *cli.Env) error {
+	if _, err := checkChannel(&c.Channel); err != nil {
+		return err
+	}
 	p, err := openPartition(g, c.Worker)
 	if err != nil {
 		return err
@@ -121,7 +144,7 @@ func (c *RelayCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	task, err := p.Relay(env.Ctx, c.Channel, c.From, text)
+	task, err := p.Add(env.Ctx, tms.NewTask{Text: text, Kind: tms.KindRelay, Standing: tms.Proactive, Channel: c.Channel, From: c.From, Ceiling: c.Ceiling, Priority: c.Priority})
 	if err != nil {
 		return err
 	}
