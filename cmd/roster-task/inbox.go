@@ -26,7 +26,7 @@ type InboxCLI struct {
 	Complete InboxCompleteCmd `cmd:"" help:"Report the task done (the host still decides: exit 0 and no ceiling are needed too)."`
 	Fail     InboxFailCmd     `cmd:"" help:"Report that the task cannot be done, and why."`
 	File     InboxFileCmd     `cmd:"" help:"Add a task to your own list; prints its id."`
-	Set      InboxSetCmd      `cmd:"" help:"Replace the worker-editable part of your list (set_tasks); exit 13 when --version is stale."`
+	Set      InboxSetCmd      `cmd:"" help:"Replace the worker-editable part of your list (set_tasks); needs --version N (stale: exit 13)."`
 	Propose  InboxProposeCmd  `cmd:"" help:"Ask an operator to decide something (a gate); prints the gate id."`
 	BoxInit  InboxBoxInitCmd  `cmd:"" name:"box-init" hidden:"" help:"The box's pid 1: run a command, forward signals, reap orphans."`
 }
@@ -68,11 +68,14 @@ func (c *InboxFileCmd) Run(env *cli.Env) error {
 
 // InboxSetCmd is `roster-task set --version N [FILE | -]`.
 type InboxSetCmd struct {
-	Version int64  `name:"set-version" required:"" hidden:"" placeholder:"N" help:"--version N: the version of $ROSTER_TASKS_FILE the change was made from (renamed before parsing, see task_set.go)."`
+	Version *int64 `name:"set-version" hidden:"" placeholder:"N" help:"--version N: the version of $ROSTER_TASKS_FILE the change was made from (renamed before parsing, see task_set.go)."`
 	File    string `arg:"" optional:"" default:"-" help:"The new tasks and templates (JSON, as in schedule.json); - or none for stdin."`
 }
 
 func (c *InboxSetCmd) Run(env *cli.Env) error {
+	if c.Version == nil { // --version is renamed before parsing: say it in its own name
+		return errs.New(errs.ErrUsage, "set needs --version N: the version of $ROSTER_TASKS_FILE the change was made from")
+	}
 	var r io.Reader = env.Stdin
 	if c.File != "-" {
 		f, err := os.Open(c.File)
@@ -93,7 +96,7 @@ func (c *InboxSetCmd) Run(env *cli.Env) error {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return errs.New(errs.ErrUsage, "set: not JSON: "+err.Error())
 	}
-	o, err := submit(env, &outbox.Action{Kind: outbox.KindSet, Version: c.Version, Set: raw})
+	o, err := submit(env, &outbox.Action{Kind: outbox.KindSet, Version: *c.Version, Set: raw})
 	if err == nil {
 		fmt.Fprintln(env.Stdout, o.Version)
 	}

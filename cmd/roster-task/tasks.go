@@ -33,7 +33,7 @@ type TaskCmds struct {
 	Cancel   CancelCmd   `cmd:"" help:"Cancel a task (a claimed one: record it canceled, then kill its box)."`
 	Requeue  RequeueCmd  `cmd:"" help:"Put a task back to pending, or file a finished one again; prints its id."`
 	Template TemplateCmd `cmd:"" help:"Add, list, remove and preview templates."`
-	Set      SetCmd      `cmd:"" help:"Replace the worker-editable part of a partition (set_tasks)."`
+	Set      SetCmd      `cmd:"" help:"Replace the worker-editable part of a partition (set_tasks); needs --version N, the version the request was made from."`
 	Journal  JournalCmd  `cmd:"" help:"Print a worker's journal, optionally following it."`
 	Due      DueCmd      `cmd:"" help:"What a dispatcher would claim now, and why not the rest."`
 	Gate     GateCmd     `cmd:"" help:"Resolve operator decisions (gates)."`
@@ -436,10 +436,16 @@ func (c *RequeueCmd) Run(g *cli.Globals, env *cli.Env) error {
 type SetCmd struct {
 	Worker  string `arg:"" help:"The worker."`
 	File    string `arg:"" optional:"" default:"-" help:"The request (the shape of tasks.json's tasks and templates); \"-\" or nothing: stdin."`
-	Version int64  `name:"set-version" required:"" hidden:"" help:"--version N: the version the request was made from; stale: exit 13, nothing changes." placeholder:"N"`
+	Version *int64 `name:"set-version" hidden:"" help:"--version N: the version the request was made from; stale: exit 13, nothing changes." placeholder:"N"`
 }
 
 func (c *SetCmd) Run(g *cli.Globals, env *cli.Env) error {
+	// --version is renamed --set-version before parsing (task_set.go), so
+	// its absence is checked here, in its own name.
+	if c.Version == nil {
+		return errs.WithHint(errs.New(errs.ErrUsage, "set needs --version N: the version the request was made from"),
+			"read it from the partition's view/schedule.json (\"version\") or `roster-task fsck WORKER`")
+	}
 	p, err := openPartition(g, c.Worker)
 	if err != nil {
 		return err
@@ -459,7 +465,7 @@ func (c *SetCmd) Run(g *cli.Globals, env *cli.Env) error {
 	}
 	// --version is the version the writer read; a "version" in the
 	// request (a copied schedule.json) is ignored.
-	v := c.Version
+	v := *c.Version
 	in.Version = &v
 	res, err := p.SetTasks(env.Ctx, in, tms.ByOwner)
 	if err != nil {
