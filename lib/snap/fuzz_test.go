@@ -13,6 +13,10 @@ func FuzzParseEntry(f *testing.F) {
 	f.Add([]byte(`{"path":"x","type":"f","extra":null,"more":[1]}`))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"path":"\ud800","type":"f"}`))
+	f.Add([]byte(`{"path":"x","type":"f","size":-9223372036854775808,"ino":18446744073709551615,"uid":4294967295,"mtime":9223372036854775807}`))
+	f.Add([]byte(`{"path":"x","type":"f","size":9223372036854775808}`))
+	f.Add([]byte(`{"path":"x","type":"f","uid":4294967296}`))
+	f.Add([]byte(`{"path":"x","type":"f","size":+5,"mtime":-}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		e, err := ParseEntry(line)
 		if err != nil {
@@ -53,6 +57,22 @@ func FuzzEscapeName(f *testing.F) {
 			t.Fatal("a change line holds a newline")
 		}
 	})
+}
+
+// The integer fields take exactly the range of their type, and only
+// plain decimal digits (with '-' for the signed ones).
+func TestParseEntryNumberRanges(t *testing.T) {
+	ok := `{"path":"x","type":"f","size":-9223372036854775808,"mtime":9223372036854775807,"ino":18446744073709551615,"uid":4294967295,"gid":0,"ctime":-1}`
+	e, err := ParseEntry([]byte(ok))
+	if err != nil || e.Size != -1<<63 || e.Mtime != 1<<63-1 || e.Ino != 1<<64-1 || e.UID != 1<<32-1 || e.Ctime != -1 {
+		t.Fatalf("%+v %v", e, err)
+	}
+	for _, bad := range []string{`"size":9223372036854775808`, `"size":-9223372036854775809`, `"ino":18446744073709551616`,
+		`"uid":4294967296`, `"gid":-1`, `"size":-`, `"mtime":1e3`, `"ctime":1.0`, `"size":0x1`} {
+		if _, err := ParseEntry([]byte(`{"path":"x","type":"f",` + bad + `}`)); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
 }
 
 func TestManifestRoundTrip(t *testing.T) {
@@ -107,6 +127,25 @@ func TestEscapeNameLikeRsync(t *testing.T) {
 	} {
 		if got := EscapeName(in); got != want {
 			t.Errorf("EscapeName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// BenchmarkParseManifest parses a manifest of 100,000 files (the size of
+// bench/snap.sh's store), the first step of every take and restore.
+func BenchmarkParseManifest(b *testing.B) {
+	m := &Manifest{Header: Header{Format: 1, ID: "20260719-104432.512"}}
+	for i := 0; i < 100000; i++ {
+		m.Entries = append(m.Entries, Entry{Path: "store/d0" + strings.Repeat("7", 3) + "/f0" + strings.Repeat("1", 5), Type: TypeFile,
+			Mode: 0o644, Size: 4096, Mtime: 1795988209566958796, Ino: 12345678, Ctime: 1795988209566958796})
+	}
+	m.Header.Entries = len(m.Entries)
+	data := m.Encode()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseManifest(data); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
