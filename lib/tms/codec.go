@@ -119,6 +119,55 @@ func (d *fdec) str(p *string) bool {
 	return json.Unmarshal(d.b[start:d.i], p) == nil
 }
 
+// enum reads a string field whose values come from a small set (kind,
+// standing, state, by): known values are the package's constants, so
+// even a skipping (raw) read keeps them, without allocating, for
+// badTaskValue to check.
+func (d *fdec) enum(p *string) bool {
+	start := d.i
+	s, special, ok := d.strSpan()
+	if !ok {
+		return false
+	}
+	if special {
+		d.i = start
+		skip := d.skip
+		d.skip = false
+		ok = d.str(p)
+		d.skip = skip
+		return ok
+	}
+	switch string(s) {
+	case Pending:
+		*p = Pending
+	case Claimed:
+		*p = Claimed
+	case NeedsReview:
+		*p = NeedsReview
+	case Owner:
+		*p = Owner
+	case Proactive:
+		*p = Proactive
+	case KindFiled:
+		*p = KindFiled
+	case KindRecurring:
+		*p = KindRecurring
+	case KindRelay:
+		*p = KindRelay
+	case KindHeartbeat:
+		*p = KindHeartbeat
+	case KindContinuation:
+		*p = KindContinuation
+	case ByWorker:
+		*p = ByWorker
+	case ByHost:
+		*p = ByHost
+	default:
+		*p = string(s)
+	}
+	return true
+}
+
 func (d *fdec) key() ([]byte, bool) {
 	s, special, ok := d.strSpan()
 	if !ok || special || !d.eat(':') {
@@ -306,11 +355,11 @@ func (d *fdec) task(t *Task) bool {
 		case "text":
 			return once(seen, 1) && d.str(&t.Text)
 		case "kind":
-			return once(seen, 2) && d.str(&t.Kind)
+			return once(seen, 2) && d.enum(&t.Kind)
 		case "standing":
-			return once(seen, 3) && d.str(&t.Standing)
+			return once(seen, 3) && d.enum(&t.Standing)
 		case "state":
-			return once(seen, 4) && d.str(&t.State)
+			return once(seen, 4) && d.enum(&t.State)
 		case "created_at":
 			return once(seen, 5) && d.time(&t.CreatedAt)
 		case "scheduled_at":
@@ -332,7 +381,7 @@ func (d *fdec) task(t *Task) bool {
 		case "priority":
 			return once(seen, 14) && d.int(&t.Priority)
 		case "by":
-			return once(seen, 15) && d.str(&t.By)
+			return once(seen, 15) && d.enum(&t.By)
 		case "attempts":
 			return once(seen, 16) && d.int(&t.Attempts)
 		case "claim":
@@ -415,7 +464,7 @@ func (d *fdec) rawTasks() bool {
 		t = Task{}
 		d.ws()
 		start := d.i
-		if !d.task(&t) || t.ID == "" || d.raw.ids[t.ID] {
+		if !d.task(&t) || t.ID == "" || d.raw.ids[t.ID] || badTaskValue(&t) != "" {
 			return false // DecodeFile words the refusal
 		}
 		d.raw.ids[t.ID] = true

@@ -524,6 +524,9 @@ func DecodeFile(name string, data []byte) (*File, error) {
 		if t.ID == "" || seen[t.ID] {
 			return nil, refused(name, "task %d: missing or duplicate id %q", i, t.ID)
 		}
+		if bad := badTaskValue(t); bad != "" {
+			return nil, refused(name, "task %s: %s", t.ID, bad)
+		}
 		seen[t.ID] = true
 	}
 	seen = map[string]bool{}
@@ -532,9 +535,49 @@ func DecodeFile(name string, data []byte) (*File, error) {
 		if t.ID == "" || seen[t.ID] {
 			return nil, refused(name, "template %d: missing or duplicate id %q", i, t.ID)
 		}
+		if bad := badTemplateValue(t); bad != "" {
+			return nil, refused(name, "template %s: %s", t.ID, bad)
+		}
 		seen[t.ID] = true
 	}
 	return f, nil
+}
+
+// badTaskValue names a field of a tasks.json task whose value is none of
+// its kind's ("" if all are known): such a task would otherwise vanish
+// from every listing.
+func badTaskValue(t *Task) string {
+	switch t.State {
+	case Pending, Claimed, NeedsReview:
+	default:
+		return fmt.Sprintf("state %q is not pending, claimed or needs-review", t.State)
+	}
+	switch t.Standing {
+	case Owner, Proactive:
+	default:
+		return fmt.Sprintf("standing %q is not owner or proactive", t.Standing)
+	}
+	switch t.Kind {
+	case KindFiled, KindRecurring, KindRelay, KindHeartbeat, KindContinuation:
+	default:
+		return fmt.Sprintf("kind %q is not filed, recurring, relay, heartbeat or continuation", t.Kind)
+	}
+	switch t.By {
+	case ByOwner, ByWorker, ByHost:
+	default:
+		return fmt.Sprintf("by %q is not owner, worker or host", t.By)
+	}
+	return ""
+}
+
+// badTemplateValue is badTaskValue for a template.
+func badTemplateValue(t *Template) string {
+	switch t.Standing {
+	case Owner, Proactive:
+	default:
+		return fmt.Sprintf("standing %q is not owner or proactive", t.Standing)
+	}
+	return ""
 }
 
 // decodeSlow is DecodeFile's encoding/json path, which also words every

@@ -126,3 +126,34 @@ func TestPausedWorkerTasksAreHeld(t *testing.T) {
 		t.Fatalf("paused: claimable %d, entry %+v", len(r.Claimable), r.Entries[0].Eligibility)
 	}
 }
+
+// A tasks.json entry with a value none of its field's (state "weird",
+// standing "boss") is refused with 14 naming the entry and the field,
+// by readers and by add's raw path alike, never silently dropped.
+func TestTasksFileWithUnknownFieldValueIsRefused(t *testing.T) {
+	for _, c := range []struct{ from, to, field string }{
+		{`"state":"pending"`, `"state":"weird"`, "state"},
+		{`"standing":"owner"`, `"standing":"boss"`, "standing"},
+		{`"kind":"filed"`, `"kind":"chore"`, "kind"},
+		{`"by":"owner"`, `"by":"nobody"`, "by"},
+	} {
+		p, _ := open(t, newHome(t, "dobby"), "dobby")
+		a := mustAdd(t, p, NewTask{Text: "a"})
+		data, _ := os.ReadFile(p.W.TasksFile())
+		bad := strings.Replace(string(data), c.from, c.to, 1)
+		if bad == string(data) {
+			t.Fatalf("%s not in %s", c.from, data)
+		}
+		os.WriteFile(p.W.TasksFile(), []byte(bad), 0o600)
+		_, rerr := p.Due(ctx)
+		_, aerr := p.Add(ctx, NewTask{Text: "b"})
+		for name, err := range map[string]error{"due": rerr, "add": aerr} {
+			if !errors.Is(err, errs.ErrRefused) || !strings.Contains(err.Error(), "task "+a.ID+": "+c.field) {
+				t.Errorf("%s with %s: %v; want 14 naming the task and %s", name, c.to, err, c.field)
+			}
+		}
+		if after, _ := os.ReadFile(p.W.TasksFile()); string(after) != bad {
+			t.Errorf("%s: the refused file was changed", c.to)
+		}
+	}
+}
