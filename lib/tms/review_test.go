@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
@@ -154,6 +155,26 @@ func TestTasksFileWithUnknownFieldValueIsRefused(t *testing.T) {
 		}
 		if after, _ := os.ReadFile(p.W.TasksFile()); string(after) != bad {
 			t.Errorf("%s: the refused file was changed", c.to)
+		}
+	}
+}
+
+// --at "YYYY-MM-DD HH:MM" follows the template rules for daylight saving:
+// a wall time in a spring-forward gap is the first instant after the gap;
+// one in a fall-back overlap is its first occurrence.
+func TestAtLocalTimeInGapIsFirstInstantAfterGap(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, c := range []struct{ in, want string }{
+		{"2027-03-14 02:30", "2027-03-14T07:00:00Z"}, // 03:00 EDT
+		{"2027-11-07 01:30", "2027-11-07T05:30:00Z"}, // 01:30 EDT, the first
+		{"2027-06-01 12:00", "2027-06-01T16:00:00Z"},
+	} {
+		got, err := ParseAt(c.in, t0, ny)
+		if err != nil || got.Format(time.RFC3339) != c.want {
+			t.Errorf("%s: %v, %v; want %s", c.in, got, err, c.want)
 		}
 	}
 }
