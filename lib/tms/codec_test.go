@@ -85,11 +85,11 @@ func TestFastDecodeReadsWhatEncodingJSONReads(t *testing.T) {
 func TestDecodeFileFallsBackForTextTheWriterNeverWrites(t *testing.T) {
 	const valid = `"kind":"filed","standing":"owner","state":"pending","by":"owner"`
 	for _, c := range []struct{ name, text, id string }{
-		{"key in another case", `{"format":1,"version":1,"tasks":[{"ID":"t-a","created_at":"2026-01-01T00:00:00Z",`+valid+`}]}`, "t-a"},
-		{"unknown key", `{"format":1,"version":1,"extra":[1,{"x":null}],"tasks":[{"id":"t-b","new_field":true,`+valid+`}]}`, "t-b"},
-		{"escaped key", `{"format":1,"version":1,"tasks":[{"\u0069d":"t-c",`+valid+`}]}`, "t-c"},
-		{"duplicate key", `{"format":1,"version":1,"tasks":[{"id":"t-x","id":"t-d",`+valid+`}]}`, "t-d"},
-		{"null", `{"format":1,"version":1,"tasks":[{"id":"t-e","claim":null,"depends_on":null,`+valid+`}]}`, "t-e"},
+		{"key in another case", `{"format":1,"version":1,"tasks":[{"ID":"t-a","created_at":"2026-01-01T00:00:00Z",` + valid + `}]}`, "t-a"},
+		{"unknown key", `{"format":1,"version":1,"extra":[1,{"x":null}],"tasks":[{"id":"t-b","new_field":true,` + valid + `}]}`, "t-b"},
+		{"escaped key", `{"format":1,"version":1,"tasks":[{"\u0069d":"t-c",` + valid + `}]}`, "t-c"},
+		{"duplicate key", `{"format":1,"version":1,"tasks":[{"id":"t-x","id":"t-d",` + valid + `}]}`, "t-d"},
+		{"null", `{"format":1,"version":1,"tasks":[{"id":"t-e","claim":null,"depends_on":null,` + valid + `}]}`, "t-e"},
 	} {
 		if _, _, ok := decodeFast([]byte(c.text)); ok {
 			t.Errorf("%s: fast path accepted it", c.name)
