@@ -49,8 +49,10 @@ func (c *RunCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if dispatched && (c.Ceiling != 0 || c.Channel != "" || c.Clean || len(c.Command) > 0) {
 		return errs.New(errs.ErrUsage, "--ceiling, --channel, --clean and a command are for ad-hoc runs only")
 	}
-	if dispatched && !home.IsRunID(c.RunID) {
-		return errs.New(errs.ErrUsage, fmt.Sprintf("run id %q: not of the form YYYY-MM-DD-HH-MM-SS-xxxx", c.RunID))
+	if dispatched {
+		if err := box.CheckRunID(c.RunID, time.Now()); err != nil {
+			return err
+		}
 	}
 	h, err := g.OpenHome()
 	if err != nil {
@@ -86,7 +88,7 @@ func (c *RunCmd) Run(g *cli.Globals, env *cli.Env) error {
 		channel, kind = t.Channel, t.Kind
 		sup.Ceiling = part.CeilingOf(task)
 	} else {
-		run = home.NewRunID(time.Now())
+		run = newRunID(time.Now())
 		sup.Ceiling = org.Ceiling("adhoc")
 		if c.Ceiling > 0 {
 			sup.Ceiling = c.Ceiling
@@ -153,6 +155,20 @@ func (c *RunCmd) Run(g *cli.Globals, env *cli.Env) error {
 			sup.Terminal = f // the box gets a pty of its own
 		}
 	}
+	// The run folder is made exclusively, last, so a refused start leaves
+	// nothing behind: an existing run is never overwritten (exit 13); an
+	// ad-hoc id that clashes is replaced by a new one.
+	for i := 0; ; i++ {
+		err := box.CreateRunDir(w.Run(run), dispatched)
+		if err == nil {
+			break
+		}
+		if dispatched || !errors.Is(err, errs.ErrConflict) || i >= 10 {
+			return err
+		}
+		run = newRunID(time.Now())
+		s.Run, s.RunDir, sup.Briefing.Run = run, w.Run(run), run
+	}
 	sctx, stop := signal.NotifyContext(ctx, sigs...)
 	defer stop()
 
@@ -174,6 +190,9 @@ func (c *RunCmd) Run(g *cli.Globals, env *cli.Env) error {
 	}
 	return nil
 }
+
+// newRunID makes an ad-hoc run's id (a variable: tests make it clash).
+var newRunID = home.NewRunID
 
 // channelStore returns the channel's store, creating it owned by the box
 // user (chown through the new descriptor, never a path).
