@@ -178,3 +178,23 @@ func TestAtLocalTimeInGapIsFirstInstantAfterGap(t *testing.T) {
 		}
 	}
 }
+
+// A spec that can never fire, and a zero window, are refused (exit 2)
+// when a template is made, not accepted silently.
+func TestTemplateThatNeverFiresIsRefused(t *testing.T) {
+	p, _ := open(t, newHome(t, "dobby"), "dobby")
+	_, err := p.AddTemplate(ctx, NewTemplate{ID: "never", Cron: "0 0 30 2 *", Text: "x"})
+	if !errors.Is(err, errs.ErrUsage) || !strings.Contains(err.Error(), "never fires") {
+		t.Fatalf("0 0 30 2 *: %v; want exit 2 never fires", err)
+	}
+	if _, _, err := PreviewTemplate("0 0 31 4 *", t0, 3); !errors.Is(err, errs.ErrUsage) {
+		t.Fatalf("preview of 31 April: %v", err)
+	}
+	_, err = p.AddTemplate(ctx, NewTemplate{ID: "zero", Cron: "@daily", Text: "x", Window: "0s"})
+	if !errors.Is(err, errs.ErrUsage) || !strings.Contains(err.Error(), "more than 0") {
+		t.Fatalf("window 0s: %v; want exit 2", err)
+	}
+	if _, err := p.AddTemplate(ctx, NewTemplate{ID: "leap", Cron: "0 0 29 2 *", Text: "x"}); err != nil {
+		t.Fatalf("29 February fires every four years: %v", err)
+	}
+}

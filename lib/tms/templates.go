@@ -41,7 +41,7 @@ func normalizeTemplate(t *Template) (*sched.Schedule, error) {
 	if err := home.ValidTemplate(t.ID); err != nil {
 		return nil, err
 	}
-	s, err := sched.Parse(t.Cron, time.Local)
+	s, err := parseFiring(t.Cron)
 	if err != nil {
 		return nil, err
 	}
@@ -54,8 +54,10 @@ func normalizeTemplate(t *Template) (*sched.Schedule, error) {
 	if !validStanding(t.Standing) {
 		return nil, usage("standing %q: must be owner or proactive", t.Standing)
 	}
-	if _, err := sched.ParseWindow(t.Window); err != nil {
+	if w, err := sched.ParseWindow(t.Window); err != nil {
 		return nil, usage("window: %v", err)
+	} else if t.Window != "" && w == 0 {
+		return nil, usage("window %q: must be more than 0 (\"\" means no bound)", t.Window)
 	}
 	if t.CatchUp, err = sched.ParseCatchUp(t.CatchUp); err != nil {
 		return nil, usage("catch_up: %v", err)
@@ -342,9 +344,27 @@ func (p *Partition) nextActivation(f *File, now time.Time) time.Time {
 // under roster's time rules, marked with the daylight-saving cases: the
 // same computation the firing uses (`roster-task template next`).
 func PreviewTemplate(spec string, after time.Time, n int) ([]sched.Activation, *sched.Schedule, error) {
-	s, err := sched.Parse(spec, time.Local)
+	s, err := parseFiring(spec)
 	if err != nil {
 		return nil, nil, err
 	}
 	return sched.Preview(s, after, n), s, nil
+}
+
+// neverFiresFrom is where parseFiring looks for a first activation: a fixed
+// instant, so the check does not depend on the clock.
+var neverFiresFrom = time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// parseFiring parses a template's spec in the host's zone and refuses
+// (exit 2) one that never fires: no activation over sched's horizon (ten
+// years), e.g. "0 0 30 2 *".
+func parseFiring(spec string) (*sched.Schedule, error) {
+	s, err := sched.Parse(spec, time.Local)
+	if err != nil {
+		return nil, err
+	}
+	if s.Next(neverFiresFrom).IsZero() {
+		return nil, usage("cron %q never fires (no activation in ten years)", spec)
+	}
+	return s, nil
 }
