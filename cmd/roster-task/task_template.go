@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/roster-sh/roster/lib/cli"
@@ -156,8 +157,8 @@ func (c *TemplateNextCmd) Run(g *cli.Globals, env *cli.Env) error {
 	after := now
 	if c.After != "" {
 		a, err := tms.ParseAt(c.After, now, time.Local)
-		if err != nil {
-			return err
+		if err != nil { // ParseAt words its errors for --at
+			return errs.New(errs.ErrUsage, strings.Replace(err.Error(), "--at", "--after", 1))
 		}
 		after = a
 	}
