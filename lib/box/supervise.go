@@ -78,8 +78,8 @@ func (s *Supervision) Supervise(ctx context.Context) (*runs.Record, Exit, error)
 		now := time.Now()
 		rec.EndedAt = ptr(now.UTC())
 		rec.Ended = ended
-		if ev.Note == "" {
-			ev.Note = note
+		if note != "" {
+			ev.Note = joinNote(ev.Note, note)
 		}
 		rec.Cost.WallSeconds = now.Sub(started).Seconds()
 	}
@@ -239,6 +239,7 @@ loop:
 		}
 	}
 	s.serveActions(context.WithoutCancel(ctx), ob, rec, &ev) // what the box posted as it ended
+	s.noteCap(context.WithoutCancel(ctx), ob, rec, &ev)
 	cpu, mem := b.Usage()
 	if err := b.Destroy(); err != nil {
 		note = joinNote(note, "destroy: "+err.Error())
@@ -353,8 +354,31 @@ func (s *Supervision) serveActions(ctx context.Context, ob *outbox.Reader, rec *
 		rec.Actions = append(rec.Actions, runs.ActionRecord{N: e.N, Kind: kind, Outcome: outcome, Task: o.Task, Gate: o.Gate})
 		_ = ob.Answer(e, o)
 	}
+	if ob.Capped() {
+		_ = ob.AnswerOver() // after the answers above: the box's writer relies on it
+	}
 	_ = runs.WriteRecord(s.Spec.RunDir, rec)
 	return true
+}
+
+// noteCap records, once the run has ended, that it reached the cap of
+// outbox.MaxActions entries: one journal line and the evidence's note
+// saying how many were left unread, counted as refused.
+func (s *Supervision) noteCap(ctx context.Context, ob *outbox.Reader, rec *runs.Record, ev *runs.Evidence) {
+	if !ob.Capped() {
+		return
+	}
+	ignored := ob.Ignored()
+	why := fmt.Sprintf("over %d actions in this run: the cap was reached and %d more were ignored", outbox.MaxActions, ignored)
+	served := ""
+	if s.Task != nil {
+		served = s.Task.ID
+	}
+	if err := s.Part.RefuseAction(ctx, rec.ID, served, 0, tms.ActInvalid, why); err != nil {
+		why += fmt.Sprintf(" (journal: %v)", err)
+	}
+	ev.RefusedActions += ignored
+	ev.Note = joinNote(ev.Note, why)
 }
 
 // toTMS turns a decoded outbox action into the TMS's form.

@@ -60,7 +60,7 @@ type Reader struct {
 	doneDir  *os.File
 	newStat  unix.Stat_t
 	seen     map[string]bool
-	accepted int
+	taken    int // entries taken from new/, refused ones too (MaxActions)
 	replaced bool
 }
 
@@ -103,8 +103,14 @@ func (r *Reader) Replaced() bool {
 var nameRE = regexp.MustCompile(`^[1-9][0-9]{0,8}\.json$`)
 
 // Poll returns what is new in new/, oldest number first. Every entry is
-// removed from new/ once read (or refused); call Answer for each.
+// removed from new/ once read (or refused); call Answer for each. Every
+// entry counts toward MaxActions, refused ones too: once that many have
+// been taken, Poll reads nothing more (Capped) and what is left in new/
+// stays there unread (Ignored).
 func (r *Reader) Poll() ([]Entry, error) {
+	if r.Capped() {
+		return nil, nil
+	}
 	if _, err := r.newDir.Seek(0, 0); err != nil {
 		return nil, err
 	}
@@ -117,29 +123,10 @@ func (r *Reader) Poll() ([]Entry, error) {
 		if r.seen[name] {
 			continue
 		}
-		r.seen[name] = true
 		e := Entry{Name: name}
 		if nameRE.MatchString(name) {
 			e.N, _ = strconv.Atoi(name[:len(name)-len(".json")])
 		}
-		switch {
-		case e.N == 0:
-			e.Err = fmt.Errorf("%w: name %q is not N.json", ErrBadAction, truncate(name, 60))
-		case r.accepted >= MaxActions:
-			e.Err = fmt.Errorf("%w: over %d actions in this run", ErrBadAction, MaxActions)
-		default:
-			data, err := fsx.ReadBeneath(r.newDir, name, MaxActionSize)
-			switch {
-			case err != nil:
-				e.Err = fmt.Errorf("%w: %s", ErrBadAction, describe(err))
-			default:
-				e.Action, e.Err = Decode(data)
-			}
-		}
-		if e.Err == nil {
-			r.accepted++
-		}
-		r.remove(name)
 		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -148,7 +135,63 @@ func (r *Reader) Poll() ([]Entry, error) {
 		}
 		return out[i].Name < out[j].Name
 	})
+	if left := MaxActions - r.taken; len(out) > left {
+		out = out[:left]
+	}
+	for i := range out {
+		e := &out[i]
+		r.seen[e.Name] = true
+		r.taken++
+		if e.N == 0 {
+			e.Err = fmt.Errorf("%w: name %q is not N.json", ErrBadAction, truncate(e.Name, 60))
+		} else if data, err := fsx.ReadBeneath(r.newDir, e.Name, MaxActionSize); err != nil {
+			e.Err = fmt.Errorf("%w: %s", ErrBadAction, describe(err))
+		} else {
+			e.Action, e.Err = Decode(data)
+		}
+		r.remove(e.Name)
+	}
 	return out, nil
+}
+
+// Capped reports whether MaxActions entries have been taken from new/:
+// from then on Poll reads nothing, and every later action is refused
+// (AnswerOver).
+func (r *Reader) Capped() bool { return r.taken >= MaxActions }
+
+// Ignored counts the entries in new/ that were never taken (those past
+// the cap). It lists the folder once.
+func (r *Reader) Ignored() int {
+	if _, err := r.newDir.Seek(0, 0); err != nil {
+		return 0
+	}
+	names, _ := r.newDir.Readdirnames(-1)
+	n := 0
+	for _, name := range names {
+		if !r.seen[name] {
+			n++
+		}
+	}
+	return n
+}
+
+// OverName is the answer in done/ to every action past the cap: the
+// in-box writer reads it instead of waiting for a done/N.json that never
+// comes.
+const OverName = "over.json"
+
+// AnswerOver writes done/over.json (once the run is Capped).
+func (r *Reader) AnswerOver() error {
+	data, err := json.Marshal(overOutcome())
+	if err != nil {
+		return err
+	}
+	return r.writeDone(OverName, data)
+}
+
+func overOutcome() *Outcome {
+	return &Outcome{Format: 1, Outcome: "refused", Code: CodeBadInput,
+		Message: fmt.Sprintf("over %d actions in this run: this and every later action is refused", MaxActions)}
 }
 
 // describe words an open/read refusal without the host path.
@@ -187,13 +230,20 @@ func (r *Reader) Answer(e Entry, o *Outcome) error {
 	if err != nil {
 		return err
 	}
-	name := strconv.Itoa(e.N) + ".json"
+	if err := r.writeDone(strconv.Itoa(e.N)+".json", data); err != nil {
+		return fmt.Errorf("outbox %s: answer %d: %w", r.dir, e.N, err)
+	}
+	return nil
+}
+
+// writeDone writes done/name atomically and durably, never replacing it.
+func (r *Reader) writeDone(name string, data []byte) error {
 	tmp := "." + name + ".tmp"
 	dfd := int(r.doneDir.Fd())
 	_ = unix.Unlinkat(dfd, tmp, 0)
 	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 	if err != nil {
-		return fmt.Errorf("outbox %s: answer %d: %w", r.dir, e.N, err)
+		return err
 	}
 	f := os.NewFile(uintptr(fd), tmp)
 	_, err = f.Write(data)
@@ -210,8 +260,5 @@ func (r *Reader) Answer(e Entry, o *Outcome) error {
 	if err == nil {
 		err = r.doneDir.Sync()
 	}
-	if err != nil {
-		return fmt.Errorf("outbox %s: answer %d: %w", r.dir, e.N, err)
-	}
-	return nil
+	return err
 }

@@ -26,11 +26,29 @@ func Submit(ctx context.Context, dir string, a *Action) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o := over(dir, 0); o != nil {
+		return o, nil // the run's actions are refused from now on
+	}
 	n, err := post(dir, data)
 	if err != nil {
 		return nil, err
 	}
 	return await(ctx, dir, n)
+}
+
+// over is the host's done/over.json (the run reached MaxActions), as the
+// outcome of action n; nil while there is none.
+func over(dir string, n int) *Outcome {
+	data, err := os.ReadFile(filepath.Join(dir, "done", OverName))
+	if err != nil {
+		return nil
+	}
+	var o Outcome
+	if json.Unmarshal(data, &o) != nil || o.Ok() {
+		o = *overOutcome()
+	}
+	o.N = n
+	return &o
 }
 
 // post claims the next free N and moves the action into new/N.json.
@@ -99,6 +117,14 @@ func await(ctx context.Context, dir string, n int) (*Outcome, error) {
 		}
 		if !errors.Is(err, os.ErrNotExist) {
 			return nil, err
+		}
+		// The host answers what it took before it writes over.json, so
+		// N.json missing after over.json appeared means N was not taken.
+		if o := over(dir, n); o != nil {
+			if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+				return o, nil
+			}
+			continue
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("action %d: %w within %s", n, ErrNoAnswer, WaitForOutcome)
