@@ -125,6 +125,7 @@ func ReapRun(r RunRef, now time.Time) (destroyed, recorded bool, err error) {
 		if rec.Evidence == nil {
 			rec.Evidence = &runs.Evidence{Report: "none"}
 		}
+		rec.Evidence.Exit = -1 // the supervisor never saw an exit status
 		rec.Evidence.Note = joinNote(rec.Evidence.Note, "supervisor lost")
 		rec.Cost.WallSeconds = now.Sub(rec.StartedAt).Seconds()
 		if rec.Snapshot == "" {

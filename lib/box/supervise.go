@@ -183,14 +183,15 @@ func (s *Supervision) Supervise(ctx context.Context) (*runs.Record, Exit, error)
 		<-pumps
 		tr.Close()
 		waitWrote()
+		ev.Exit = -1 // no exit status: the command never ran
 		if errors.Is(lerr, errClaimGone) {
 			end("error", errClaimGone.Error())
 			rec.Attested, rec.Evidence = tms.AttestedCanceled, &ev
-			rec.Report.Status = ev.Report
+			rec.Report.Status, rec.Snapshot = ev.Report, "not taken: box did not start"
 			return rec, Exit{}, runs.WriteRecord(sp.RunDir, rec)
 		}
 		end("error", "box did not start: "+lerr.Error())
-		s.finish(ctx, rec, &ev)
+		s.finish(ctx, rec, &ev, false)
 		return rec, Exit{Code: -1}, lerr
 	}
 
@@ -262,13 +263,14 @@ loop:
 	}
 	waitWrote()
 	end(ended, note)
-	s.finish(context.WithoutCancel(ctx), rec, &ev)
+	s.finish(context.WithoutCancel(ctx), rec, &ev, true)
 	return rec, exit, nil
 }
 
 // finish attests the task, writes run.json, takes the snapshot and writes
-// run.json again with it.
-func (s *Supervision) finish(ctx context.Context, rec *runs.Record, ev *runs.Evidence) {
+// run.json again with it. A box that never started changed nothing: no
+// snapshot is taken (nor its store lock waited for).
+func (s *Supervision) finish(ctx context.Context, rec *runs.Record, ev *runs.Evidence, started bool) {
 	rec.Report.Status = ev.Report
 	if s.Task != nil {
 		verdict, err := s.Part.Attest(ctx, s.Task.ID, rec.ID, *ev)
@@ -281,6 +283,11 @@ func (s *Supervision) finish(ctx context.Context, rec *runs.Record, ev *runs.Evi
 		}
 	}
 	rec.Evidence = ev
+	if !started {
+		rec.Snapshot = "not taken: box did not start"
+		_ = runs.WriteRecord(s.Spec.RunDir, rec)
+		return
+	}
 	if s.Snapshot == nil {
 		rec.Snapshot = "snapshots unavailable"
 		_ = runs.WriteRecord(s.Spec.RunDir, rec)
