@@ -13,6 +13,7 @@ import (
 	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/tms"
 )
 
 // WorkerCmd groups the worker verbs.
@@ -81,8 +82,21 @@ func (c *WorkerAddCmd) Run(g *cli.Globals, env *cli.Env) error {
 	for _, m := range w.Warnings {
 		env.Warn("%s", m)
 	}
+	// The heartbeat is the host's from the spec: the partition holds it
+	// from the start, not from the dispatcher's first tick.
+	if err := syncHeartbeat(env, h, w); err != nil {
+		env.Warn("worker %s added, but its heartbeat template is not written yet (the dispatcher writes it): %v", w.Name, err)
+	}
 	fmt.Fprintln(env.Stdout, w.Name)
 	return nil
+}
+
+func syncHeartbeat(env *cli.Env, h home.Home, w *config.Worker) error {
+	p, err := tms.Open(h, w.Name, tms.Options{Worker: w})
+	if err != nil {
+		return err
+	}
+	return p.SyncHeartbeat(env.Ctx)
 }
 
 // WorkerLsCmd is `worker ls`.

@@ -363,6 +363,9 @@ func (t *txn) emit(l Line, versioned bool) (Line, error) {
 // fsynced, then tasks.json replaced, then view/schedule.json.
 func (t *txn) commit() error {
 	defer t.end()
+	if err := t.syncSpec(); err != nil {
+		return err
+	}
 	for _, b := range t.out {
 		if err := fsx.AppendLine(t.j, b); err != nil {
 			return err

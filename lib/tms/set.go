@@ -204,6 +204,9 @@ func (p *Partition) SetTasks(ctx context.Context, in *SetInput, by string) (*Set
 			return nil, err
 		}
 	}
+	if err := t.syncSpec(); err != nil { // before the version is reported
+		return nil, err
+	}
 	res.Version = t.ver
 	return res, t.commit()
 }

@@ -121,6 +121,10 @@ func (p *Partition) RemoveTemplate(ctx context.Context, id, by string) error {
 	if by == "" {
 		by = ByOwner
 	}
+	if id == HeartbeatID {
+		// The heartbeat is the spec's whether or not the partition holds it yet.
+		return conflict("heartbeat is the system template: set heartbeat = \"off\" in %s", p.specName())
+	}
 	t, err := p.begin(ctx)
 	if err != nil {
 		return err
@@ -132,7 +136,7 @@ func (p *Partition) RemoveTemplate(ctx context.Context, id, by string) error {
 	}
 	tpl := t.f.Templates[i]
 	if tpl.System {
-		return errs.WithHint(conflict("template %s is the system template", id), "set heartbeat = \"off\" in the worker spec instead")
+		return conflict("template %s is a system template: the host keeps it from %s", id, p.specName())
 	}
 	t.f.Templates = append(t.f.Templates[:i], t.f.Templates[i+1:]...)
 	if _, err := t.emit(Line{Event: EvSet, Template: id, By: by, Reason: "template removed",
@@ -184,6 +188,20 @@ func (p *Partition) SyncHeartbeat(ctx context.Context) error {
 		return err
 	}
 	return t.commit()
+}
+
+// specName is the worker spec's path as the operator knows it,
+// workers/NAME.toml.
+func (p *Partition) specName() string { return "workers/" + p.Name + ".toml" }
+
+// syncSpec keeps the heartbeat in step with the worker spec at the end of
+// a change (nothing is journaled when it already is): every writer of the
+// partition does it, so the heartbeat never waits for a dispatcher.
+func (t *txn) syncSpec() error {
+	if !t.changed || t.p.Spec == nil {
+		return nil
+	}
+	return t.syncHeartbeat()
 }
 
 // HeartbeatCron is the heartbeat template's spec for a period.
