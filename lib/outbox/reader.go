@@ -48,7 +48,9 @@ type Entry struct {
 	Name   string
 	N      int // 0 when the name is not N.json
 	Action *Action
-	Err    error // refused: not a regular file, too large, malformed, over the limit
+	Err    error  // refused: not a regular file, too large, malformed, a number used before
+	reused bool   // N was taken before: done/N.json is its first entry's answer
+	ino    uint64 // the entry's inode when it was listed
 }
 
 // Reader is the host's side of an outbox. It holds descriptors of the
@@ -59,8 +61,9 @@ type Reader struct {
 	newDir   *os.File
 	doneDir  *os.File
 	newStat  unix.Stat_t
-	seen     map[string]bool
-	taken    int // entries taken from new/, refused ones too (MaxActions)
+	seen     map[string]uint64 // entries that could not be removed: name → inode
+	numbers  map[int]bool      // the numbers taken so far (never answered twice)
+	taken    int               // entries taken from new/, refused ones too (MaxActions)
 	replaced bool
 }
 
@@ -75,7 +78,7 @@ func Open(dir string) (*Reader, error) {
 		nd.Close()
 		return nil, err
 	}
-	r := &Reader{dir: dir, newDir: nd, doneDir: dd, seen: map[string]bool{}}
+	r := &Reader{dir: dir, newDir: nd, doneDir: dd, seen: map[string]uint64{}, numbers: map[int]bool{}}
 	if err := unix.Fstat(int(nd.Fd()), &r.newStat); err != nil {
 		r.Close()
 		return nil, err
@@ -120,10 +123,14 @@ func (r *Reader) Poll() ([]Entry, error) {
 	}
 	var out []Entry
 	for _, name := range names {
-		if r.seen[name] {
-			continue
+		var st unix.Stat_t
+		if err := unix.Fstatat(int(r.newDir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			continue // gone meanwhile
 		}
-		e := Entry{Name: name}
+		if ino, ok := r.seen[name]; ok && ino == st.Ino {
+			continue // taken before and could not be removed
+		}
+		e := Entry{Name: name, ino: st.Ino}
 		if nameRE.MatchString(name) {
 			e.N, _ = strconv.Atoi(name[:len(name)-len(".json")])
 		}
@@ -140,16 +147,25 @@ func (r *Reader) Poll() ([]Entry, error) {
 	}
 	for i := range out {
 		e := &out[i]
-		r.seen[e.Name] = true
 		r.taken++
 		if e.N == 0 {
 			e.Err = fmt.Errorf("%w: name %q is not N.json", ErrBadAction, truncate(e.Name, 60))
+		} else if r.numbers[e.N] {
+			e.Err = fmt.Errorf("%w: action number %d was used before in this run (numbers are never reused)", ErrBadAction, e.N)
+			e.reused = true
 		} else if data, err := fsx.ReadBeneath(r.newDir, e.Name, MaxActionSize); err != nil {
 			e.Err = fmt.Errorf("%w: %s", ErrBadAction, describe(err))
 		} else {
 			e.Action, e.Err = Decode(data)
 		}
-		r.remove(e.Name)
+		if e.N != 0 {
+			r.numbers[e.N] = true
+		}
+		if r.remove(e.Name) {
+			delete(r.seen, e.Name)
+		} else {
+			r.seen[e.Name] = e.ino
+		}
 	}
 	return out, nil
 }
@@ -168,7 +184,7 @@ func (r *Reader) Ignored() int {
 	names, _ := r.newDir.Readdirnames(-1)
 	n := 0
 	for _, name := range names {
-		if !r.seen[name] {
+		if _, ok := r.seen[name]; !ok {
 			n++
 		}
 	}
@@ -211,19 +227,22 @@ func describe(err error) string {
 	return err.Error()
 }
 
-// remove unlinks name from new/ relative to the held descriptor.
-func (r *Reader) remove(name string) {
+// remove unlinks name from new/ relative to the held descriptor; it
+// reports whether name is gone.
+func (r *Reader) remove(name string) bool {
 	fd := int(r.newDir.Fd())
-	if err := unix.Unlinkat(fd, name, 0); err == unix.EISDIR || err == unix.EPERM {
-		_ = unix.Unlinkat(fd, name, unix.AT_REMOVEDIR)
+	err := unix.Unlinkat(fd, name, 0)
+	if err == unix.EISDIR || err == unix.EPERM {
+		err = unix.Unlinkat(fd, name, unix.AT_REMOVEDIR)
 	}
+	return err == nil || err == unix.ENOENT
 }
 
 // Answer writes done/N.json atomically (nothing for an entry without a
 // number: the box never waits for one).
 func (r *Reader) Answer(e Entry, o *Outcome) error {
-	if e.N == 0 {
-		return nil
+	if e.N == 0 || e.reused {
+		return nil // no number, or its number's answer is already there
 	}
 	o.Format, o.N = 1, e.N
 	data, err := json.Marshal(o)

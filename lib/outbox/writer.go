@@ -51,7 +51,8 @@ func over(dir string, n int) *Outcome {
 	return &o
 }
 
-// post claims the next free N and moves the action into new/N.json.
+// post claims the next free N (free in tmp/, new/ and done/) and moves the
+// action into new/N.json.
 func post(dir string, data []byte) (int, error) {
 	tmp := filepath.Join(dir, "tmp")
 	start := 1
@@ -60,6 +61,9 @@ func post(dir string, data []byte) (int, error) {
 	}
 	for n := start; n < start+MaxActions*2; n++ {
 		name := strconv.Itoa(n)
+		if taken(dir, name) {
+			continue
+		}
 		fd, err := unix.Open(filepath.Join(tmp, name+".claim"), unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 		if err == unix.EEXIST {
 			continue
@@ -68,6 +72,9 @@ func post(dir string, data []byte) (int, error) {
 			return 0, fmt.Errorf("outbox %s: claim %d: %w", dir, n, err)
 		}
 		unix.Close(fd)
+		if taken(dir, name) {
+			continue // written straight into new/ meanwhile, without a claim
+		}
 		src := filepath.Join(tmp, name+".json")
 		if err := writeSync(src, data); err != nil {
 			return 0, fmt.Errorf("outbox %s: %w", dir, err)
@@ -83,6 +90,19 @@ func post(dir string, data []byte) (int, error) {
 		return n, nil
 	}
 	return 0, fmt.Errorf("outbox %s: no free action number", dir)
+}
+
+// taken reports whether N is in use without a claim: an entry in new/, or
+// an answer in done/ (to an entry written straight into new/). Such an N
+// is never posted: the host would refuse it, and done/N.json is not its
+// answer.
+func taken(dir, name string) bool {
+	for _, p := range []string{filepath.Join(dir, "new", name+".json"), filepath.Join(dir, "done", name+".json")} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			return true
+		}
+	}
+	return false
 }
 
 func writeSync(path string, data []byte) error {

@@ -1,0 +1,76 @@
+package outbox
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// direct writes an action straight into new/ (no claim), as a box may.
+func direct(t *testing.T, dir, name, data string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "new", name), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func answerAll(t *testing.T, r *Reader) []Entry {
+	t.Helper()
+	es, err := r.Poll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		o := &Outcome{Kind: "file", Outcome: "ok"}
+		if e.Err != nil {
+			o.Outcome, o.Code, o.Message = "refused", CodeBadInput, e.Err.Error()
+		}
+		if err := r.Answer(e, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return es
+}
+
+func TestWriterNeverPicksANumberTheHostAnswered(t *testing.T) {
+	dir, r := newOutbox(t)
+	// Two actions written straight into new/ and answered: done/ holds
+	// 2.json and 3.json, so the writer's hint (2 answers: start at 3)
+	// lands on an answered number.
+	direct(t, dir, "2.json", `{"format":1,"kind":"file","text":"a"}`)
+	direct(t, dir, "3.json", `{"format":1,"kind":"file","text":"b"}`)
+	if es := answerAll(t, r); len(es) != 2 {
+		t.Fatalf("answered %d", len(es))
+	}
+	n, err := post(dir, []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 2 || n == 3 {
+		t.Fatalf("post picked %d, whose answer done/%d.json is already there", n, n)
+	}
+	es := answerAll(t, r)
+	if len(es) != 1 || es[0].N != n {
+		t.Fatalf("host saw %+v, want action %d", es, n)
+	}
+}
+
+func TestHostRefusesAReusedNumberAndKeepsItsFirstAnswer(t *testing.T) {
+	dir, r := newOutbox(t)
+	direct(t, dir, "7.json", `{"format":1,"kind":"file","text":"first"}`)
+	if es := answerAll(t, r); len(es) != 1 || es[0].Err != nil {
+		t.Fatalf("first: %+v", es)
+	}
+	first, _ := os.ReadFile(filepath.Join(dir, "done", "7.json"))
+	direct(t, dir, "7.json", `{"format":1,"kind":"file","text":"second"}`)
+	es := answerAll(t, r)
+	if len(es) != 1 || es[0].Err == nil || es[0].Action != nil {
+		t.Fatalf("second 7.json: %+v, want a refusal", es)
+	}
+	if again, _ := os.ReadFile(filepath.Join(dir, "done", "7.json")); string(again) != string(first) {
+		t.Fatalf("done/7.json replaced: %s", again)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, "new")); len(ents) != 0 {
+		t.Fatalf("new/ not emptied: %v", ents)
+	}
+}
