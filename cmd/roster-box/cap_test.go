@@ -44,3 +44,12 @@ roster-task complete; echo "complete: $?"`)
 		t.Fatalf("%d action lines journaled, %d saying the cap was reached; want %d and 1", actions, capLines, outbox.MaxActions+1)
 	}
 }
+
+func TestOversizedActionWrittenStraightIntoNewIsRefusedBySize(t *testing.T) {
+	f := newFixture(t, job, "")
+	f.setJob(`head -c 2097152 /dev/zero | tr '\0' x > "$ROSTER_OUTBOX/new/1.json"; roster-task complete`)
+	rec, _ := f.dispatch(tms.NewTask{Text: "a big action"})
+	if len(rec.Actions) != 2 || !strings.Contains(rec.Actions[0].Outcome, "over 1048576 bytes") || rec.Actions[1].Outcome != "ok" {
+		t.Fatalf("actions %+v", rec.Actions)
+	}
+}

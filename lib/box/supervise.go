@@ -239,6 +239,7 @@ loop:
 			kill("idle", fmt.Sprintf("no output and no action for %s", s.Idle))
 		}
 	}
+	ob.StopWaiting()                                         // the box has ended: nothing is being written
 	s.serveActions(context.WithoutCancel(ctx), ob, rec, &ev) // what the box posted as it ended
 	s.noteCap(context.WithoutCancel(ctx), ob, rec, &ev)
 	cpu, mem := b.Usage()

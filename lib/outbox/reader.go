@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -63,7 +64,9 @@ type Reader struct {
 	newStat  unix.Stat_t
 	seen     map[string]uint64 // entries that could not be removed: name → inode
 	numbers  map[int]bool      // the numbers taken so far (never answered twice)
-	taken    int               // entries taken from new/, refused ones too (MaxActions)
+	waiting  map[string]sighting
+	noWait   bool
+	taken    int // entries taken from new/, refused ones too (MaxActions)
 	replaced bool
 }
 
@@ -78,7 +81,7 @@ func Open(dir string) (*Reader, error) {
 		nd.Close()
 		return nil, err
 	}
-	r := &Reader{dir: dir, newDir: nd, doneDir: dd, seen: map[string]uint64{}, numbers: map[int]bool{}}
+	r := &Reader{dir: dir, newDir: nd, doneDir: dd, seen: map[string]uint64{}, numbers: map[int]bool{}, waiting: map[string]sighting{}}
 	if err := unix.Fstat(int(nd.Fd()), &r.newStat); err != nil {
 		r.Close()
 		return nil, err
@@ -122,7 +125,9 @@ func (r *Reader) Poll() ([]Entry, error) {
 		return nil, fmt.Errorf("outbox %s: list new/: %w", r.dir, err)
 	}
 	var out []Entry
+	listed := make(map[string]bool, len(names))
 	for _, name := range names {
+		listed[name] = true
 		var st unix.Stat_t
 		if err := unix.Fstatat(int(r.newDir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			continue // gone meanwhile
@@ -142,22 +147,30 @@ func (r *Reader) Poll() ([]Entry, error) {
 		}
 		return out[i].Name < out[j].Name
 	})
+	for name := range r.waiting {
+		if !listed[name] {
+			delete(r.waiting, name)
+		}
+	}
 	if left := MaxActions - r.taken; len(out) > left {
 		out = out[:left]
 	}
+	taken := out[:0]
 	for i := range out {
-		e := &out[i]
-		r.taken++
+		e := out[i]
 		if e.N == 0 {
 			e.Err = fmt.Errorf("%w: name %q is not N.json", ErrBadAction, truncate(e.Name, 60))
 		} else if r.numbers[e.N] {
 			e.Err = fmt.Errorf("%w: action number %d was used before in this run (numbers are never reused)", ErrBadAction, e.N)
 			e.reused = true
-		} else if data, err := fsx.ReadBeneath(r.newDir, e.Name, MaxActionSize); err != nil {
+		} else if data, st, err := r.read(e.Name); err != nil {
 			e.Err = fmt.Errorf("%w: %s", ErrBadAction, describe(err))
-		} else {
-			e.Action, e.Err = Decode(data)
+		} else if e.Action, e.Err = Decode(data); e.Err != nil && r.stillWriting(e.Name, st) {
+			continue // not taken: looked at again at the next poll
 		}
+		delete(r.waiting, e.Name)
+		r.taken++
+		taken = append(taken, e)
 		if e.N != 0 {
 			r.numbers[e.N] = true
 		}
@@ -167,7 +180,71 @@ func (r *Reader) Poll() ([]Entry, error) {
 			r.seen[e.Name] = e.ino
 		}
 	}
-	return out, nil
+	return taken, nil
+}
+
+// A sighting is an entry that did not decode, as it was when it was read:
+// a box writing straight into new/ (not through tmp/) may still be
+// writing it.
+type sighting struct {
+	ino, size uint64
+	mtime     unix.Timespec
+	polls     int
+}
+
+// MaxWaitPolls bounds how many polls an entry that does not decode and is
+// still changing (size or mtime) is left for its writer to finish.
+const MaxWaitPolls = 50
+
+// stillWriting reports whether the entry, which did not decode, should be
+// read again at the next poll: the first time it is seen, and while its
+// size or mtime keeps changing between polls (at most MaxWaitPolls).
+func (r *Reader) stillWriting(name string, st unix.Stat_t) bool {
+	if r.noWait {
+		return false
+	}
+	now := sighting{ino: st.Ino, size: uint64(st.Size), mtime: st.Mtim}
+	last, ok := r.waiting[name]
+	switch {
+	case !ok || last.ino != now.ino:
+	case last.size == now.size && last.mtime == now.mtime, last.polls >= MaxWaitPolls:
+		return false
+	default:
+		now.polls = last.polls + 1
+	}
+	r.waiting[name] = now
+	return true
+}
+
+// StopWaiting makes Poll take every entry as it is: call it once the box
+// has ended (nothing can be writing any more).
+func (r *Reader) StopWaiting() { r.noWait = true }
+
+// read opens name in new/ (fsx.OpenBeneath: regular files only, no link
+// followed, never blocking) and reads it, refusing one over MaxActionSize
+// by its size before reading anything.
+func (r *Reader) read(name string) ([]byte, unix.Stat_t, error) {
+	var st unix.Stat_t
+	f, err := fsx.OpenBeneath(r.newDir, name, unix.O_RDONLY, 0)
+	if err != nil {
+		return nil, st, err
+	}
+	defer f.Close()
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, st, err
+	}
+	tooLarge := fmt.Errorf("%w (over %d bytes)", fsx.ErrTooLarge, MaxActionSize)
+	if st.Size > MaxActionSize {
+		return nil, st, tooLarge
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxActionSize+1))
+	if err != nil {
+		return nil, st, err
+	}
+	if len(data) > MaxActionSize {
+		return nil, st, tooLarge
+	}
+	return data, st, nil
 }
 
 // Capped reports whether MaxActions entries have been taken from new/:

@@ -3,6 +3,7 @@ package outbox
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -42,7 +43,7 @@ func TestWriterNeverPicksANumberTheHostAnswered(t *testing.T) {
 	if es := answerAll(t, r); len(es) != 2 {
 		t.Fatalf("answered %d", len(es))
 	}
-	n, err := post(dir, []byte(`{}`))
+	n, err := post(dir, []byte(`{"format":1,"kind":"file","text":"c"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,5 +73,46 @@ func TestHostRefusesAReusedNumberAndKeepsItsFirstAnswer(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Join(dir, "new")); len(ents) != 0 {
 		t.Fatalf("new/ not emptied: %v", ents)
+	}
+}
+
+func TestEntryStillBeingWrittenIsReadWhenItIsWhole(t *testing.T) {
+	dir, r := newOutbox(t)
+	f, err := os.Create(filepath.Join(dir, "new", "5.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"format":1,"kind":"fi`)
+	if es, _ := r.Poll(); len(es) != 0 {
+		t.Fatalf("a half-written entry was taken: %+v", es)
+	}
+	f.WriteString(`le","text":"whole"}`)
+	f.Close()
+	var es []Entry
+	for i := 0; i < 3 && len(es) == 0; i++ {
+		es, _ = r.Poll()
+	}
+	if len(es) != 1 || es[0].Err != nil || es[0].Action.Text != "whole" {
+		t.Fatalf("got %+v, want the whole action", es)
+	}
+}
+
+func TestOversizedEntryWrittenStraightIntoNewIsRefusedBySize(t *testing.T) {
+	dir, r := newOutbox(t)
+	f, err := os.Create(filepath.Join(dir, "new", "5.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.WriteString(`{"format":1,"kind":"file","text":"` + strings.Repeat("x", 100<<10))
+	var es []Entry
+	for i := 0; i < 3 && len(es) == 0; i++ {
+		es, _ = r.Poll()
+		if i == 0 {
+			f.WriteString(strings.Repeat("x", 2<<20)) // still writing
+		}
+	}
+	if len(es) != 1 || es[0].Err == nil || !strings.Contains(es[0].Err.Error(), "over 1048576 bytes") {
+		t.Fatalf("got %+v, want a refusal by size", es)
 	}
 }
