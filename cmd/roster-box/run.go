@@ -24,13 +24,13 @@ import (
 
 // RunCmd is `roster-box run`.
 type RunCmd struct {
-	Worker  string        `arg:"" help:"The worker whose box to run."`
-	Task    string        `name:"task" placeholder:"ID" help:"The claimed task this run serves (with --run; what the dispatcher runs)."`
-	RunID   string        `name:"run" placeholder:"RUN" help:"The run id the task is claimed for (with --task)."`
-	Ceiling time.Duration `name:"ceiling" placeholder:"DUR" help:"Ad hoc: the run's wall-clock limit (default: org.toml [ceilings] adhoc)."`
-	Channel string        `name:"channel" placeholder:"CHAN" help:"Ad hoc: mount this channel's store at ~/channel/store."`
-	Clean   bool          `name:"clean" help:"Ad hoc: no channel store and a briefing with no task or schedule."`
-	Command []string      `arg:"" optional:"" passthrough:"" help:"Ad hoc: the command to run instead of the spec's (after --)."`
+	Worker  string         `arg:"" help:"The worker whose box to run."`
+	Task    string         `name:"task" placeholder:"ID" help:"The claimed task this run serves (with --run; what the dispatcher runs)."`
+	RunID   string         `name:"run" placeholder:"RUN" help:"The run id the task is claimed for (with --task)."`
+	Ceiling *time.Duration `name:"ceiling" placeholder:"DUR" help:"Ad hoc: the run's wall-clock limit (default: org.toml [ceilings] adhoc)."`
+	Channel *string        `name:"channel" placeholder:"CHAN" help:"Ad hoc: mount this channel's store at ~/channel/store."`
+	Clean   bool           `name:"clean" help:"Ad hoc: no channel store and a briefing with no task or schedule."`
+	Command []string       `arg:"" optional:"" passthrough:"" help:"Ad hoc: the command to run instead of the spec's (after --)."`
 }
 
 func (c *RunCmd) Run(g *cli.Globals, env *cli.Env) error {
@@ -46,8 +46,19 @@ func (c *RunCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if dispatched && (c.Task == "" || c.RunID == "") {
 		return errs.New(errs.ErrUsage, "--task and --run go together")
 	}
-	if dispatched && (c.Ceiling != 0 || c.Channel != "" || c.Clean || len(c.Command) > 0) {
+	if dispatched && (c.Ceiling != nil || c.Channel != nil || c.Clean || len(c.Command) > 0) {
 		return errs.New(errs.ErrUsage, "--ceiling, --channel, --clean and a command are for ad-hoc runs only")
+	}
+	if c.Clean && c.Channel != nil {
+		return errs.New(errs.ErrUsage, "--clean and --channel exclude each other (a clean run gets no channel store)")
+	}
+	if c.Channel != nil {
+		if _, err := home.EncodeChannel(*c.Channel); err != nil || *c.Channel == "" {
+			return errs.New(errs.ErrUsage, fmt.Sprintf("--channel %q: a channel is a non-empty name", *c.Channel))
+		}
+	}
+	if c.Ceiling != nil && *c.Ceiling <= 0 {
+		return errs.New(errs.ErrUsage, fmt.Sprintf("--ceiling %s: a ceiling is a positive duration", *c.Ceiling))
 	}
 	if dispatched {
 		if err := box.CheckRunID(c.RunID, time.Now()); err != nil {
@@ -75,7 +86,10 @@ func (c *RunCmd) Run(g *cli.Globals, env *cli.Env) error {
 
 	sup := &box.Supervision{Part: part, Idle: spec.Idle}
 	var task *tms.Task
-	run, channel, kind := c.RunID, c.Channel, "adhoc"
+	run, channel, kind := c.RunID, "", "adhoc"
+	if c.Channel != nil {
+		channel = *c.Channel
+	}
 	if dispatched {
 		t, err := part.Get(ctx, c.Task)
 		if errors.Is(err, errs.ErrNotFound) {
@@ -90,11 +104,8 @@ func (c *RunCmd) Run(g *cli.Globals, env *cli.Env) error {
 	} else {
 		run = newRunID(time.Now())
 		sup.Ceiling = org.Ceiling("adhoc")
-		if c.Ceiling > 0 {
-			sup.Ceiling = c.Ceiling
-		}
-		if c.Clean {
-			channel = ""
+		if c.Ceiling != nil {
+			sup.Ceiling = *c.Ceiling
 		}
 	}
 	s := &box.Spec{
