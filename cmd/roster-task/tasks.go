@@ -424,7 +424,20 @@ func (c *RequeueCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	task, err := p.Requeue(env.Ctx, f.ID, tms.ByOwner)
+	task, err := p.RequeueReaping(env.Ctx, f.ID, tms.ByOwner, func(run string) error {
+		// A dead supervisor's container may still run: destroy it before
+		// the task can be claimed again.
+		box, err := suite.Find("roster-box")
+		if err != nil {
+			return fmt.Errorf("roster-box not found: %v", err)
+		}
+		cmd := exec.CommandContext(env.Ctx, box, "--home", p.Home.Dir, "reap", run)
+		cmd.Stdout, cmd.Stderr = env.Stderr, env.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("roster-box reap %s: %v", run, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}

@@ -405,8 +405,19 @@ func (p *Partition) boxGone(c *Claim, now time.Time) (bool, string) {
 
 // Requeue puts a claimed task whose box is dead, or a needs-review task,
 // back to pending; a finished task is filed again as a new pending task
-// (new id, the journal links both) whose id is returned.
+// (new id, the journal links both) whose id is returned. It reaps nothing:
+// the command line uses RequeueReaping.
 func (p *Partition) Requeue(ctx context.Context, id, by string) (Task, error) {
+	return p.RequeueReaping(ctx, id, by, nil)
+}
+
+// RequeueReaping is Requeue that, for a claimed task whose box is dead and
+// whose run folder exists, first calls reap(run) under the partition lock
+// (`roster-box reap RUN`: a container can outlive its dead supervisor, and
+// the task must never run twice at once). A reap error refuses the
+// requeue (exit 13, nothing changes) with a hint to reap by hand. A nil
+// reap is not called.
+func (p *Partition) RequeueReaping(ctx context.Context, id, by string, reap func(run string) error) (Task, error) {
 	if by == "" {
 		by = ByOwner
 	}
@@ -428,6 +439,14 @@ func (p *Partition) Requeue(ctx context.Context, id, by string) (Task, error) {
 		run := ""
 		if task.Claim != nil {
 			run = task.Claim.Run
+		}
+		if task.State == Claimed && run != "" && reap != nil {
+			if _, err := os.Lstat(p.W.Run(run)); err == nil { // no run folder: no box was ever started
+				if err := reap(run); err != nil {
+					return Task{}, errs.WithHint(conflict("task %s: its box (run %s) is not reaped: %v", id, run, err),
+						fmt.Sprintf("run `roster-box reap %s`, then requeue again", run))
+				}
+			}
 		}
 		task.State = Pending
 		task.Claim = nil
