@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -24,13 +25,13 @@ import (
 type CLI struct {
 	cli.Globals
 
-	Cap       int           `placeholder:"N" help:"Boxes at once, all workers together (default: org.toml [dispatch] cap)."`
-	Poll      time.Duration `placeholder:"DUR" help:"Longest sleep between ticks (default: org.toml [dispatch] poll, 2s)."`
-	Worker    []string      `short:"w" placeholder:"NAME" help:"Serve only this worker (repeatable; default: every worker)."`
-	Once      bool          `help:"Reclaim, run one tick, then exit."`
-	UntilIdle bool          `help:"Exit when nothing is claimable now, no box is live and every process it started has exited."`
-	NoWatch   bool          `help:"Do not watch the partitions for changes; wake only on timers and --poll (for comparison)."`
-	LogJSON   bool          `name:"log-json" help:"Log JSON lines instead of text."`
+	Cap       *int           `placeholder:"N" help:"Boxes at once, all workers together (default: org.toml [dispatch] cap)."`
+	Poll      *time.Duration `placeholder:"DUR" help:"Longest sleep between ticks (default: org.toml [dispatch] poll, 2s)."`
+	Worker    []string       `short:"w" placeholder:"NAME" help:"Serve only this worker (repeatable; default: every worker)."`
+	Once      bool           `help:"Reclaim, run one tick, then exit."`
+	UntilIdle bool           `help:"Exit when nothing is claimable now, no box is live and every process it started has exited."`
+	NoWatch   bool           `help:"Do not watch the partitions for changes; wake only on timers and --poll (for comparison)."`
+	LogJSON   bool           `name:"log-json" help:"Log JSON lines instead of text."`
 }
 
 func (c *CLI) Run(g *cli.Globals, env *cli.Env) error {
@@ -39,15 +40,26 @@ func (c *CLI) Run(g *cli.Globals, env *cli.Env) error {
 			return err
 		}
 	}
-	if c.Cap < 0 {
-		return errs.New(errs.ErrUsage, "--cap: want a number of boxes, 1 or more")
+	capN, poll := 0, time.Duration(0) // 0: org.toml's
+	if c.Cap != nil {
+		if capN = *c.Cap; capN < 1 {
+			return errs.New(errs.ErrUsage, fmt.Sprintf("--cap %d: want a number of boxes, 1 or more", capN))
+		}
 	}
-	if c.Poll < 0 {
-		return errs.New(errs.ErrUsage, "--poll: want a positive duration")
+	if c.Poll != nil {
+		if poll = *c.Poll; poll <= 0 {
+			return errs.New(errs.ErrUsage, fmt.Sprintf("--poll %s: want a positive duration", poll))
+		}
 	}
 	h, err := g.OpenHome()
 	if err != nil {
 		return err
+	}
+	for _, w := range c.Worker {
+		if _, err := os.Stat(h.Worker(w).Dir); err != nil {
+			return errs.WithHint(errs.New(errs.ErrNoHome, fmt.Sprintf("worker %q does not exist", w)),
+				"roster worker ls lists the workers")
+		}
 	}
 	org, err := config.LoadOrg(h)
 	if err != nil {
@@ -69,7 +81,7 @@ func (c *CLI) Run(g *cli.Globals, env *cli.Env) error {
 	}
 	ctx, stop := signal.NotifyContext(env.Ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	d := dispatch.New(dispatch.Options{Home: h, Cap: c.Cap, Poll: c.Poll, Workers: c.Worker,
+	d := dispatch.New(dispatch.Options{Home: h, Cap: capN, Poll: poll, Workers: c.Worker,
 		Once: c.Once, UntilIdle: c.UntilIdle, NoWatch: c.NoWatch, Log: slog.New(handler)})
 	return d.Run(ctx)
 }
