@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/roster-sh/roster/lib/cli"
@@ -29,6 +30,10 @@ func (c *PruneCmd) Run(g *cli.Globals, env *cli.Env) error {
 	for _, w := range c.Worker {
 		if err := home.ValidWorker(w); err != nil {
 			return err
+		}
+		if _, err := os.Stat(h.Worker(w).Dir); err != nil {
+			return errs.WithHint(errs.New(errs.ErrNoHome, fmt.Sprintf("worker %q does not exist", w)),
+				"roster worker ls lists the workers")
 		}
 	}
 	if len(c.Worker) > 0 {
