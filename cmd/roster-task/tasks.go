@@ -4,15 +4,14 @@ package main
 // arguments, makes one lib/tms call per partition and prints the result.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/roster-sh/roster/lib/cli"
@@ -552,21 +551,17 @@ func (c *JournalCmd) Run(g *cli.Globals, env *cli.Env) error {
 		}
 		return nil
 	}
-	ctx, stop := signal.NotifyContext(env.Ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err = p.Follow(ctx, c.Since, func(l tms.Line) error {
-		if err := print(l); err != nil {
-			return err
-		}
-		if f, ok := env.Stdout.(interface{ Sync() error }); ok {
-			f.Sync()
-		}
-		return nil
+	return following(env.Ctx, env.Stdout, func(ctx context.Context) error {
+		return p.Follow(ctx, c.Since, func(l tms.Line) error {
+			if err := print(l); err != nil {
+				return err
+			}
+			if f, ok := env.Stdout.(interface{ Sync() error }); ok {
+				f.Sync()
+			}
+			return nil
+		})
 	})
-	if ctx.Err() != nil && env.Ctx.Err() == nil {
-		return nil // interrupted: a follow ends normally
-	}
-	return err
 }
 
 // DueCmd is `roster-task due`.
