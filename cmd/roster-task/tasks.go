@@ -18,6 +18,7 @@ import (
 	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/runs"
 	"github.com/roster-sh/roster/lib/suite"
 	"github.com/roster-sh/roster/lib/tms"
 )
@@ -222,6 +223,12 @@ type taskJSON struct {
 	Eligibility string `json:"eligibility,omitempty"`
 	Why         string `json:"why,omitempty"`
 	Claimable   *bool  `json:"claimable,omitempty"`
+	// How a finished task ended (show, from the journal line that
+	// finished it): the event, who ended it, the reason (a cancel's
+	// --why, a host's note) and the run's evidence.
+	EndedBy  string         `json:"ended_by,omitempty"`
+	Reason   string         `json:"reason,omitempty"`
+	Evidence *runs.Evidence `json:"evidence,omitempty"`
 }
 
 // LsCmd is `roster-task ls`.
@@ -318,11 +325,14 @@ func (c *ShowCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	task, err := p.Show(env.Ctx, f.ID)
+	task, end, err := p.ShowEnded(env.Ctx, f.ID)
 	if err != nil {
 		return err
 	}
 	out := taskJSON{Worker: p.Name, Task: task}
+	if end != nil {
+		out.EndedBy, out.Reason, out.Evidence = end.By, end.Reason, end.Evidence
+	}
 	if task.State == tms.Pending || task.State == tms.Claimed || task.State == tms.NeedsReview {
 		if r, err := p.Due(env.Ctx); err == nil {
 			for _, e := range r.Entries {
@@ -351,6 +361,11 @@ func (c *ShowCmd) Run(g *cli.Globals, env *cli.Env) error {
 	add("created", fmtTime(&task.CreatedAt))
 	add("scheduled", fmtTime(task.ScheduledAt))
 	add("finished", fmtTime(task.FinishedAt))
+	add("ended by", out.EndedBy)
+	add("reason", out.Reason)
+	if ev := out.Evidence; ev != nil {
+		add("evidence", evidenceText(ev))
+	}
 	add("depends on", strings.Join(task.DependsOn, ", "))
 	add("ceiling", task.Ceiling)
 	add("channel", task.Channel)
@@ -379,6 +394,31 @@ func (c *ShowCmd) Run(g *cli.Globals, env *cli.Env) error {
 	}
 	fmt.Fprintf(env.Stdout, "\n%s\n", strings.TrimRight(task.Text, "\n"))
 	return nil
+}
+
+// evidenceText is a run's evidence on one line: exit or signal, ceiling,
+// the report, the reported reason, refused actions and the host's note.
+func evidenceText(ev *runs.Evidence) string {
+	parts := []string{"exit " + strconv.Itoa(ev.Exit)}
+	if ev.Signal != "" {
+		parts[0] = "signal " + ev.Signal
+	}
+	if ev.Ceiling {
+		parts = append(parts, "ceiling hit")
+	}
+	if ev.Report != "" {
+		parts = append(parts, "report "+ev.Report)
+	}
+	if ev.Reason != "" {
+		parts = append(parts, "reason "+strconv.Quote(ev.Reason))
+	}
+	if ev.RefusedActions > 0 {
+		parts = append(parts, fmt.Sprintf("%d refused actions", ev.RefusedActions))
+	}
+	if ev.Note != "" {
+		parts = append(parts, "note "+strconv.Quote(ev.Note))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // CancelCmd is `roster-task cancel`.

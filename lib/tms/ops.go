@@ -251,11 +251,18 @@ func contains(s []string, v string) bool {
 // finishedTasks reads the journal for every task that left tasks.json,
 // as it last left it.
 func finishedTasks(path string) (map[string]Task, error) {
+	out, _, err := finishedWithLines(path)
+	return out, err
+}
+
+// finishedWithLines is finishedTasks plus, for each finished task, the
+// journal line that finished it (without its records).
+func finishedWithLines(path string) (map[string]Task, map[string]Line, error) {
 	lines, err := readJournal(path, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := map[string]Task{}
+	out, ends := map[string]Task{}, map[string]Line{}
 	for _, l := range lines {
 		for _, r := range l.Records {
 			if r.Task == nil {
@@ -263,12 +270,16 @@ func finishedTasks(path string) (map[string]Task, error) {
 			}
 			if r.Removed {
 				out[r.Task.ID] = *r.Task
+				e := l
+				e.Records = nil
+				ends[r.Task.ID] = e
 			} else {
 				delete(out, r.Task.ID)
+				delete(ends, r.Task.ID)
 			}
 		}
 	}
-	return out, nil
+	return out, ends, nil
 }
 
 // finish removes task i from the file with its final state, settles its
@@ -326,6 +337,26 @@ func (p *Partition) Show(ctx context.Context, id string) (Task, error) {
 		return t, nil
 	}
 	return Task{}, notFound("task %s: not found in worker %s", id, p.Name)
+}
+
+// ShowEnded is Show that, for a finished task, also returns the journal
+// line that finished it: its event, who ended it, the reason (a cancel's
+// why) and the evidence of the run's end. A live task has no such line
+// (nil).
+func (p *Partition) ShowEnded(ctx context.Context, id string) (Task, *Line, error) {
+	task, err := p.Get(ctx, id)
+	if err == nil || !errors.Is(err, errs.ErrNotFound) {
+		return task, nil, err
+	}
+	fin, ends, err := finishedWithLines(p.W.Journal())
+	if err != nil {
+		return Task{}, nil, err
+	}
+	if t, ok := fin[id]; ok {
+		e := ends[id]
+		return t, &e, nil
+	}
+	return Task{}, nil, notFound("task %s: not found in worker %s", id, p.Name)
 }
 
 // Read returns the partition as it is now (rolled forward if need be).
