@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"strconv"
+	"os"
 	"strings"
 	"time"
 
@@ -182,7 +182,7 @@ func (c *TemplateNextCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if c.JSON {
 		return nil
 	}
-	fmt.Fprintf(env.Stderr, "roster-task: %s in %s\n", strconv.Quote(spec), s.Location())
+	fmt.Fprintf(env.Stderr, "roster-task: note: times are in %s\n", zoneName(s.Location(), os.LookupEnv, "/etc/localtime"))
 	return cli.Table(env.Stdout, []string{"LOCAL", "UTC", "NOTE"}, rows)
 }
 
