@@ -539,6 +539,9 @@ type JournalCmd struct {
 }
 
 func (c *JournalCmd) Run(g *cli.Globals, env *cli.Env) error {
+	if c.Since < 0 {
+		return errs.New(errs.ErrUsage, fmt.Sprintf("--since %d: must be 0 or more (a journal seq)", c.Since))
+	}
 	p, err := openPartition(g, c.Worker)
 	if err != nil {
 		return err
