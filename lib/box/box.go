@@ -57,6 +57,9 @@ func Launch(ctx context.Context, s *Spec, briefing []byte, io Stdio) (*Box, erro
 // error aborts the start and is returned as it is. The supervisor writes
 // box.json and re-checks the claim there, off the start's critical path.
 func LaunchAfter(ctx context.Context, s *Spec, briefing []byte, io Stdio, ready func() error) (*Box, error) {
+	if !SeccompBuilt {
+		return nil, ErrNoSeccomp
+	}
 	gate := make(chan error, 1)
 	if ready == nil {
 		gate <- nil

@@ -38,6 +38,9 @@ func needRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("boxes need root (CI runs as root)")
 	}
+	if !SeccompBuilt {
+		t.Skip("built without -tags seccomp: boxes refuse to start (make test builds with it)")
+	}
 }
 
 // testSpec lays out a worker's folders in a temp home and returns a Spec.

@@ -1,9 +1,20 @@
 package box
 
 import (
+	"errors"
+
 	"github.com/opencontainers/runc/libcontainer/configs"
+	"github.com/opencontainers/runc/libcontainer/seccomp"
 	"golang.org/x/sys/unix"
 )
+
+// SeccompBuilt reports whether this binary can apply the box's seccomp
+// profile (built with -tags seccomp, as make build does). A box is never
+// started without it.
+const SeccompBuilt = seccomp.Enabled
+
+// ErrNoSeccomp is returned when the binary was built without seccomp.
+var ErrNoSeccomp = errors.New("roster-box was built without seccomp support, and a box never runs without its profile: build it with `make build` (go build -tags seccomp, needs libseccomp-dev)")
 
 // deniedSyscalls are what a worker never needs: they fail with EPERM, every
 // other call is allowed (Docker's profile turned around: a short deny list,
