@@ -334,7 +334,7 @@ func TestReclaimThirdTimeFails(t *testing.T) {
 	}
 	j := mustJournal(t, p)
 	last := j[len(j)-1]
-	if last.Event != EvFailed || last.Evidence.Note != "box lost 3 times" {
+	if last.Event != EvFailed || last.Evidence.Note != "box lost 3 times" || last.Evidence.Exit != -1 {
 		t.Fatalf("last line = %+v", last)
 	}
 }

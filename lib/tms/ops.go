@@ -655,7 +655,7 @@ func (p *Partition) Reclaim(ctx context.Context, id, run, note string) (string, 
 	}
 	task.Attempts++
 	if task.Attempts >= MaxReclaims {
-		ev := &runs.Evidence{Report: "none", Note: fmt.Sprintf("box lost %d times", task.Attempts)}
+		ev := &runs.Evidence{Exit: -1, Report: "none", Note: fmt.Sprintf("box lost %d times", task.Attempts)} // exit -1: no exit status was seen
 		if note != "" {
 			ev.Reason = note
 		}
