@@ -1,8 +1,8 @@
 package home
 
 import (
-	"crypto/rand"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"time"
@@ -23,13 +23,15 @@ var (
 	snapRE      = lazyRegexp(`^\d{8}-\d{6}\.\d{3}$`)
 )
 
+// randSuffix returns 4 random base-36 characters. math/rand/v2's global
+// source (seeded by the runtime) is enough: the suffix only separates ids
+// made in the same second, and every id's folder or entry is created
+// exclusively, so a clash is refused, never merged. crypto/rand would pull
+// the crypto packages into every program's start-up.
 func randSuffix() string {
 	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand never fails on Linux
-	}
 	for i := range b {
-		b[i] = base36[int(b[i])%36]
+		b[i] = base36[rand.IntN(36)]
 	}
 	return string(b[:])
 }
