@@ -2,6 +2,12 @@
 // "roster-task"). On the host it manages homes, workers and partitions;
 // inside a box (ROSTER_OUTBOX set) the same binary speaks for the worker
 // through the run's outbox (dispatch-and-box.md, "Actions").
+//
+// Short-lived: the runtime's container-aware GOMAXPROCS probing (it reads
+// /proc/self/cgroup, mountinfo and the CPU quota at every start) costs more
+// than this program's whole job, so it is off.
+//go:debug containermaxprocs=0
+//go:debug updatemaxprocs=0
 package main
 
 import (

@@ -3,6 +3,12 @@
 // "roster"). It finds programs through lib/suite and exec(2)s them, so the
 // exit status and signals pass straight through. No kong here: every word
 // after the route belongs to the program it runs.
+//
+// Short-lived: the runtime's container-aware GOMAXPROCS probing (it reads
+// /proc/self/cgroup, mountinfo and the CPU quota at every start) costs more
+// than this program's whole job, so it is off.
+//go:debug containermaxprocs=0
+//go:debug updatemaxprocs=0
 package main
 
 import (
