@@ -7,6 +7,7 @@
 // Short-lived: the runtime's container-aware GOMAXPROCS probing (it reads
 // /proc/self/cgroup, mountinfo and the CPU quota at every start) costs more
 // than this program's whole job, so it is off.
+//
 //go:debug containermaxprocs=0
 //go:debug updatemaxprocs=0
 package main
