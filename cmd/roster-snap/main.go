@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -341,7 +342,14 @@ func (c *SweepCmd) Run(g *cli.Globals, env *cli.Env) error {
 	var first error
 	for _, r := range results {
 		if r.Err != nil {
-			fmt.Fprintf(env.Stderr, "roster-snap: error: worker %s: %s\n", r.Worker, r.Err)
+			msg := r.Err.Error()
+			if !strings.Contains(msg, fmt.Sprintf("%q", r.Worker)) && !strings.Contains(msg, "worker "+r.Worker) {
+				msg = fmt.Sprintf("worker %s: %s", r.Worker, msg)
+			}
+			fmt.Fprintf(env.Stderr, "roster-snap: error: %s\n", msg)
+			if h := errs.HintOf(r.Err); h != "" {
+				fmt.Fprintf(env.Stderr, "roster-snap: hint: %s\n", h)
+			}
 			if first == nil {
 				first = r.Err
 			}

@@ -473,6 +473,12 @@ func (s *session) take(ctx context.Context, opt *Options, label string, force bo
 		res.Unchanged = true // it settled back between the scan and the copy
 		return res, nil
 	}
+	if !force && res.Prev == "" && onlyEmptyRoots(walk.entries) {
+		// A first snapshot of empty trees would record nothing: store.md
+		// step 5, nothing changed, nothing written.
+		res.Unchanged = true
+		return res, nil
+	}
 	h := Header{Format: ManifestFormat, ID: id, TakenAt: opt.now().UTC(), Label: label, Prev: res.Prev,
 		Entries: len(walk.entries)}
 	seen := map[int]bool{}
@@ -772,4 +778,19 @@ func Prune(ctx context.Context, w home.Worker, keep int, opt Options) ([]string,
 		return nil, err
 	}
 	return s.prune(keep)
+}
+
+// onlyEmptyRoots reports whether a walk found nothing but the trees' own
+// top folders (an empty store, empty channel stores).
+func onlyEmptyRoots(entries []Entry) bool {
+	for _, e := range entries {
+		if e.Type != TypeDir {
+			return false
+		}
+		rest, ok := strings.CutPrefix(e.Path, home.SnapChannelStoresDir+"/")
+		if e.Path != home.SnapStoreDir && (!ok || strings.Contains(rest, "/")) {
+			return false
+		}
+	}
+	return true
 }
