@@ -458,6 +458,17 @@ func (t *txn) planSet(in *SetInput, by string) (*SetResult, []Line, error) {
 			refuse("template "+e.ID, "%v", err)
 			continue
 		}
+		if nt.Text != old.Text && old.By != by {
+			refuse("template "+e.ID, "editing the text of an entry it did not file (by %s) is not allowed", old.By)
+			continue
+		}
+		if old.Standing == Owner && by != ByOwner && (!templateEqual(old, &nt) || nt.Standing != old.Standing) {
+			// Changing an owner-standing template (its cron, overlap, ...)
+			// would mint owner work the budget never holds: the same as
+			// creating an owner entry. Retiring it (omission) stays allowed.
+			refuse("template "+e.ID, "an owner-standing template cannot be changed by the worker (it may retire it)")
+			continue
+		}
 		if !templateEqual(old, &nt) || nt.Standing != old.Standing {
 			changes = append(changes, Change{e.ID, "changed"})
 			recs = append(recs, templateRec(nt, false))

@@ -378,3 +378,55 @@ func TestSetInputWithoutBothArraysIsRefused(t *testing.T) {
 		t.Fatalf("explicit empty arrays: %+v, %v", in, err)
 	}
 }
+
+func TestSetRefusesEditingTextOfTemplateItDidNotFile(t *testing.T) {
+	p, _, _, _, _ := heartbeatPartition(t)
+	if _, err := p.AddTemplate(ctx, NewTemplate{ID: "owned", Cron: "@daily", Text: "the owner's words"}); err != nil {
+		t.Fatal(err)
+	}
+	in := schedule(t, p)
+	for i := range in.Templates {
+		if in.Templates[i].ID == "owned" {
+			in.Templates[i].Text = "hijacked"
+		}
+	}
+	r := refusals(t, mustFail(set(t, p, in)))
+	if len(r) != 1 || r[0].Entry != "template owned" || !strings.Contains(r[0].Reason, "did not file") {
+		t.Fatalf("refusals = %+v", r)
+	}
+	if f := mustRead(t, p); f.Template("owned").Text != "the owner's words" {
+		t.Fatal("the template's text changed")
+	}
+}
+
+func TestSetRefusesChangingOwnerStandingTemplateButAllowsRetiring(t *testing.T) {
+	p, _, _, _, _ := heartbeatPartition(t)
+	if _, err := p.AddTemplate(ctx, NewTemplate{ID: "boss", Cron: "@daily", Text: "owner work", Standing: Owner}); err != nil {
+		t.Fatal(err)
+	}
+	in := schedule(t, p)
+	for i := range in.Templates {
+		if in.Templates[i].ID == "boss" {
+			in.Templates[i].Cron = "* * * * *"
+			in.Templates[i].Overlap = "allow"
+		}
+	}
+	r := refusals(t, mustFail(set(t, p, in)))
+	if len(r) != 1 || r[0].Entry != "template boss" || !strings.Contains(r[0].Reason, "owner-standing") {
+		t.Fatalf("refusals = %+v", r)
+	}
+	in = schedule(t, p)
+	var keep []Template
+	for _, tp := range in.Templates {
+		if tp.ID != "boss" {
+			keep = append(keep, tp)
+		}
+	}
+	in.Templates = keep
+	if _, err := set(t, p, in); err != nil {
+		t.Fatalf("retiring an owner-standing template: %v", err)
+	}
+	if f := mustRead(t, p); f.Template("boss") != nil {
+		t.Fatal("the template was not retired")
+	}
+}
