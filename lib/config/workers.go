@@ -227,7 +227,7 @@ func RemoveWorker(h home.Home, name string, purge bool) error {
 			errs.New(errs.ErrNoHome, fmt.Sprintf("worker %q: no such worker (no %s)", name, h.SpecFile(name))),
 			"`roster worker ls` lists the workers")
 	}
-	live, err := runs.LiveBoxes(h.Worker(name))
+	live, err := runs.LiveBoxesStrict(h.Worker(name))
 	if err != nil {
 		return fmt.Errorf("worker %s: %w", name, err)
 	}

@@ -86,7 +86,9 @@ func (b BoxInfo) Alive() bool {
 	return err == nil && st == b.StartTime
 }
 
-// LiveBoxes returns the boxes of worker w whose supervisor is alive.
+// LiveBoxes returns the boxes of worker w whose supervisor is alive. A
+// box.json it cannot read is taken as not live; commands that must not
+// act under a live box use LiveBoxesStrict.
 func LiveBoxes(w home.Worker) ([]BoxInfo, error) {
 	ents, err := os.ReadDir(w.Runs())
 	if errors.Is(err, os.ErrNotExist) {
@@ -103,6 +105,38 @@ func LiveBoxes(w home.Worker) ([]BoxInfo, error) {
 		b, err := ReadBoxInfo(w.Run(e.Name()))
 		if err != nil {
 			continue // no box.json: not live (or not yet; callers allow for that)
+		}
+		if b.Alive() {
+			live = append(live, b)
+		}
+	}
+	return live, nil
+}
+
+// LiveBoxesStrict is LiveBoxes for commands that must never act while a
+// box of w may be live (restore, worker rm): a box.json that exists but
+// cannot be read is refused (exit 14, naming it) instead of being taken
+// for a dead box.
+func LiveBoxesStrict(w home.Worker) ([]BoxInfo, error) {
+	ents, err := os.ReadDir(w.Runs())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var live []BoxInfo
+	for _, e := range ents {
+		if !e.IsDir() || !home.IsRunID(e.Name()) {
+			continue
+		}
+		b, err := ReadBoxInfo(w.Run(e.Name()))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, errs.WithHint(fmt.Errorf("cannot tell whether run %s of worker %s is live: %w", e.Name(), w.Name, err),
+				"look at the file; if no supervisor of that run is running (roster-box ps), move it aside")
 		}
 		if b.Alive() {
 			live = append(live, b)

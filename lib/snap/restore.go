@@ -93,9 +93,12 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 		res.Changes = compare(live, index(live), want, true)
 		return res, nil
 	}
-	boxes, err := runs.LiveBoxes(w)
+	boxes, err := runs.LiveBoxesStrict(w)
 	if err != nil {
-		return nil, fmt.Errorf("worker %q: check for live boxes: %w", w.Name, err)
+		if !opt.Force {
+			return nil, fmt.Errorf("worker %q: check for live boxes: %w", w.Name, err)
+		}
+		boxes = []runs.BoxInfo{{Worker: w.Name}} // unknown: restore as if a box were live
 	}
 	if len(boxes) > 0 && !opt.Force {
 		return nil, errs.WithHint(errs.New(errs.ErrConflict, fmt.Sprintf("worker %q has a live box (run %s): refusing to restore under it", w.Name, boxes[0].Run)),
