@@ -556,9 +556,20 @@ func (s *session) swap(t *restoreTree, from string, boxLive bool) (string, error
 			return "", err
 		}
 		defer unix.Close(trash)
-		name := oldTreePrefix + t.staging[len(home.RestorePrefix):]
-		if err := unix.Renameat(s.wdir, t.staging, trash, name); err != nil {
-			return "", fmt.Errorf("move the old %s to %s: %w", t.path, home.SnapTrash, err)
+		// The staging name is unique in the worker folder, not in .trash/
+		// (an earlier forced restore of the same snapshot left its old
+		// tree there): never replace one, pick the next free name.
+		base := oldTreePrefix + t.staging[len(home.RestorePrefix):]
+		name := base
+		for i := 1; ; i++ {
+			err := unix.Renameat2(s.wdir, t.staging, trash, name, unix.RENAME_NOREPLACE)
+			if err == nil {
+				break
+			}
+			if err != unix.EEXIST || i > 1000 {
+				return "", fmt.Errorf("move the old %s to %s: %w", t.path, home.SnapTrash, err)
+			}
+			name = fmt.Sprintf("%s.%d", base, i)
 		}
 		return name, syncBoth(s.wdir, trash)
 	}

@@ -155,6 +155,20 @@ func TestRestoreRefusedWhileBoxLiveForceKeepsOldTree(t *testing.T) {
 	if inode(t, filepath.Join(old, "u")) == inode(t, filepath.Join(w.Store(), "u")) {
 		t.Fatal("forced restore under a live box linked a live inode of the old tree")
 	}
+	// A second forced restore of the same snapshot while the box is still
+	// live: its old tree goes to .trash/ beside the first, never over it.
+	write(t, filepath.Join(w.Store(), "f"), "three", 0o644)
+	r2, err := Restore(context.Background(), w, RestoreOptions{Options: o, From: a.ID, Force: true})
+	if err != nil {
+		t.Fatalf("second forced restore: %v", err)
+	}
+	if len(r2.Trashed) != 1 || r2.Trashed[0] == r.Trashed[0] {
+		t.Fatalf("second forced restore trashed %v (first %v)", r2.Trashed, r.Trashed)
+	}
+	old2 := filepath.Join(w.Snapshots(), ".trash", r2.Trashed[0])
+	if string(mustRead(t, filepath.Join(old2, "f"))) != "three" || string(mustRead(t, filepath.Join(old, "f"))) != "two" {
+		t.Fatal("the old trees in .trash/ are not the two displaced stores")
+	}
 	write(t, filepath.Join(w.Store(), "g"), "x", 0o644)
 	take(t, w, o)
 	if _, err := os.Stat(old); err != nil {
