@@ -311,8 +311,11 @@ func (c *RestoreCmd) Run(g *cli.Globals, env *cli.Env) error {
 		return cli.JSONLine(env.Stdout, restoreJSON{Worker: c.Worker, From: r.From, PreRestore: r.PreRestore,
 			Changes: len(r.Changes), Trashed: nonNil(r.Trashed)})
 	}
-	fmt.Fprintf(env.Stderr, "roster-snap: restored %s from snapshot %s; undo with `roster-snap restore %s --from %s`\n",
-		c.Worker, r.From, c.Worker, r.PreRestore)
+	undo := fmt.Sprintf("roster-snap restore %s --from %s", c.Worker, r.PreRestore)
+	if c.Channel != "" {
+		undo += " --channel " + strconv.Quote(c.Channel)
+	}
+	fmt.Fprintf(env.Stderr, "roster-snap: restored %s from snapshot %s; undo with `%s`\n", c.Worker, r.From, undo)
 	fmt.Fprintln(env.Stdout, r.PreRestore)
 	return nil
 }

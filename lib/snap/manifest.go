@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/roster-sh/roster/lib/errs"
 )
 
 // ManifestFormat is the format number of manifest.jsonl.
@@ -62,7 +63,7 @@ type Header struct {
 const LabelPreRestore = "pre-restore"
 
 // ErrBadManifest is wrapped by every manifest decoding error.
-var ErrBadManifest = errors.New("bad manifest")
+var ErrBadManifest = fmt.Errorf("bad manifest: %w", errs.ErrRefused)
 
 // AppendEntry appends e's manifest line (without the newline) to b. Paths
 // and targets that are valid UTF-8 are JSON strings ("path", "target");

@@ -3,6 +3,7 @@ package snap
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -323,5 +324,33 @@ func TestRestoreReusesOnlyUntouchedLiveInodesNeverSnapshotOnes(t *testing.T) {
 	}
 	if got := treeState(t, s); got != stateB {
 		t.Fatalf("undone store:\n%s\nwant\n%s", got, stateB)
+	}
+}
+
+// An unreadable manifest makes prune refuse (14) and delete nothing: keeping
+// "the newest N" by id could otherwise keep the broken snapshot and delete
+// every good restore point. ls refuses the same way (14, not 1).
+func TestPruneAndListRefuseAnUnreadableManifest(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	o := opts(10)
+	var ids []string
+	for i := 0; i < 3; i++ {
+		write(t, filepath.Join(w.Store(), "f"), fmt.Sprint("gen ", i), 0o644)
+		ids = append(ids, take(t, w, o).ID)
+	}
+	if err := os.WriteFile(w.SnapshotManifest(ids[2]), []byte("{garbage\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Prune(context.Background(), w, 1, o)
+	if !errors.Is(err, errs.ErrRefused) {
+		t.Fatalf("prune = %v, want a refusal", err)
+	}
+	got, _ := IDs(w)
+	if len(got) != 3 {
+		t.Fatalf("prune deleted snapshots: %v", got)
+	}
+	if _, err := List(context.Background(), w); !errors.Is(err, errs.ErrRefused) {
+		t.Fatalf("ls = %v, want a refusal (exit 14)", err)
 	}
 }

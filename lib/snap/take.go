@@ -711,9 +711,15 @@ func (s *session) prune(keep int) ([]string, error) {
 	newestOrdinary := ""
 	labels := make([]string, len(ids))
 	for i, id := range ids {
-		if h, err := s.header(id); err == nil {
-			labels[i] = h.Label
+		h, err := s.header(id)
+		if err != nil {
+			// Keeping "the newest N" is only sound when every snapshot can be
+			// read: an unreadable one could be counted as a restore point
+			// while the good ones go. Refuse, delete nothing.
+			return nil, errs.WithHint(fmt.Errorf("snapshot %s: its manifest cannot be read (%v); nothing pruned: %w", id, err, errs.ErrRefused),
+				"look at "+home.SnapManifest+" of that snapshot; move the snapshot out of store-snapshots/ once it is understood")
 		}
+		labels[i] = h.Label
 		if labels[i] != LabelPreRestore {
 			newestOrdinary = id
 		}
