@@ -736,6 +736,12 @@ func (p *Partition) ResolveGate(ctx context.Context, id, gate, decision, why str
 			c := Task{ID: t.newTaskID(), Text: b.String(), Kind: KindContinuation, Standing: orig.Standing,
 				State: Pending, CreatedAt: t.now, Channel: orig.Channel, Priority: orig.Priority, By: ByHost,
 				Continues: orig.ID}
+			if orig.Kind == KindRelay || orig.From != "" {
+				c.From = orig.From // its text repeats an untrusted message: the briefing quotes it
+				if c.From == "" {
+					c.From = "someone"
+				}
+			}
 			t.f.Tasks = append(t.f.Tasks, c)
 			if _, err := t.emit(Line{Event: EvFiled, Task: c.ID, By: ByHost, From: orig.ID, Records: []Record{taskRec(c, false)}}, true); err != nil {
 				return "", err
