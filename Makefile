@@ -10,14 +10,16 @@ LDFLAGS := -s -w -X github.com/roster-sh/roster/lib/cli.Version=$(VERSION) -X ma
 # Pure Go, static: everything but roster-box (roster-lock and roster-task are
 # mounted into boxes and must run there).
 PURE    := $(filter-out roster-box,$(notdir $(wildcard cmd/*)))
-# Debian packages the build, tests and benchmarks need.
-DEBS    := libseccomp-dev groff-base rsync util-linux runc bubblewrap hyperfine
+# Debian packages the build, the tests and the benchmarks need.
+BUILD_DEBS := gcc libseccomp-dev
+TEST_DEBS  := $(BUILD_DEBS) groff-base rsync util-linux
+BENCH_DEBS := $(TEST_DEBS) runc bubblewrap hyperfine
 
-.PHONY: all build deps test test-short demo bench man-lint install clean fmt vet
+.PHONY: all build deps deps-build deps-test deps-bench install-debs test test-short demo bench man-lint install clean fmt vet
 
 all: build
 
-build:
+build: deps-build
 	@mkdir -p bin
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ $(addprefix ./cmd/,$(PURE))
 	@if [ -d cmd/roster-box ]; then \
@@ -26,13 +28,20 @@ build:
 	fi
 
 # Install missing Debian packages (root only; a no-op when all are present).
-deps:
+deps: deps-bench
+deps-build:
+	@$(MAKE) --no-print-directory install-debs DEBS="$(BUILD_DEBS)"
+deps-test:
+	@$(MAKE) --no-print-directory install-debs DEBS="$(TEST_DEBS)"
+deps-bench:
+	@$(MAKE) --no-print-directory install-debs DEBS="$(BENCH_DEBS)"
+install-debs:
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			echo "installing:$$missing"; \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-		else echo "missing Debian packages (install as root):$$missing"; fi; \
+		else echo "missing Debian packages (install as root):$$missing"; exit 1; fi; \
 	fi
 
 vet:
@@ -41,7 +50,7 @@ vet:
 
 # Every test: unit, end-to-end (real binaries, real boxes as root), fault,
 # and man-page lint. Go test -p 2 matches the 2-core machines.
-test: deps vet
+test: deps-test vet
 	$(GO) test -tags seccomp -count=1 -p 2 -timeout 40m ./...
 
 test-short:
@@ -56,7 +65,7 @@ man-lint:
 demo: build
 	@bash contrib/demo.sh
 
-bench: deps build
+bench: deps-bench build
 	@bash bench/run.sh
 
 install: build
