@@ -200,7 +200,9 @@ func itemize(prev, cur *Entry, quick bool) string {
 // order), as the change list shows them: deletions first (deepest first),
 // then new and changed entries in walk order, then a skipped line for every
 // special file in cur, then an unstable line for every unstable entry.
-// byPath indexes prev; its entries' seen marks are reset and used.
+// byPath indexes prev; its entries' seen marks are reset and used. quick
+// is a restore's comparison (prev is the live tree, cur the snapshot):
+// size and mtime only, and the live special files are listed as deleted.
 func compare(prev []Entry, byPath map[string]*Entry, cur []Entry, quick bool) []Change {
 	for i := range prev {
 		prev[i].seen = false
@@ -239,6 +241,11 @@ func compare(prev []Entry, byPath map[string]*Entry, cur []Entry, quick bool) []
 	for i := len(prev) - 1; i >= 0; i-- {
 		p := &prev[i]
 		if special(p.Type) {
+			// A restore (quick: prev is the live tree) never recreates a
+			// FIFO, socket or device, so the live ones go: say so.
+			if quick && p.Type != TypeOtherFS {
+				dels = append(dels, Change{Op: OpDelete, Path: p.Path, Type: p.Type})
+			}
 			continue
 		}
 		if !p.seen {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -352,5 +353,37 @@ func TestPruneAndListRefuseAnUnreadableManifest(t *testing.T) {
 	}
 	if _, err := List(context.Background(), w); !errors.Is(err, errs.ErrRefused) {
 		t.Fatalf("ls = %v, want a refusal (exit 14)", err)
+	}
+}
+
+// A restore never recreates FIFOs, sockets or devices, so its change list
+// (and --dry-run's) says the live ones are deleted.
+func TestRestoreListsLiveSpecialFilesAsDeleted(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	write(t, filepath.Join(w.Store(), "f"), "one", 0o644)
+	o := opts(10)
+	a := take(t, w, o)
+	if err := syscall.Mkfifo(filepath.Join(w.Store(), "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(w.Store(), "f"), "two", 0o644)
+	r, err := Restore(context.Background(), w, RestoreOptions{Options: o, From: a.ID, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, c := range r.Changes {
+		lines = append(lines, c.Line())
+	}
+	list := strings.Join(lines, "\n")
+	if !strings.Contains(list, "*deleting   store/pipe") {
+		t.Fatalf("dry run does not list the FIFO the restore deletes:\n%s", list)
+	}
+	if _, err := Restore(context.Background(), w, RestoreOptions{Options: o, From: a.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(w.Store(), "pipe")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the restore kept the FIFO (%v): the list would be wrong", err)
 	}
 }
