@@ -56,9 +56,8 @@ func (c *CLI) Run(g *cli.Globals, env *cli.Env) error {
 		return err
 	}
 	for _, w := range c.Worker {
-		if _, err := os.Stat(h.Worker(w).Dir); err != nil {
-			return errs.WithHint(errs.New(errs.ErrNoHome, fmt.Sprintf("worker %q does not exist", w)),
-				"roster worker ls lists the workers")
+		if _, err := h.ExistingWorker(w); err != nil {
+			return err
 		}
 	}
 	org, err := config.LoadOrg(h)

@@ -2,12 +2,9 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/roster-sh/roster/lib/cli"
-	"github.com/roster-sh/roster/lib/errs"
-	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/runs"
 )
 
@@ -35,12 +32,8 @@ func (c *LsCmd) Run(g *cli.Globals, env *cli.Env) error {
 	}
 	f := runs.Filter{Task: c.Task, Limit: c.Limit}
 	for _, w := range c.Worker {
-		if err := home.ValidWorker(w); err != nil {
+		if _, err := h.ExistingWorker(w); err != nil {
 			return err
-		}
-		if _, err := os.Stat(h.Worker(w).Dir); err != nil {
-			return errs.WithHint(errs.New(errs.ErrNoHome, fmt.Sprintf("worker %q does not exist", w)),
-				"roster worker ls lists the workers")
 		}
 	}
 	if len(c.Worker) > 0 {

@@ -3,13 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/roster-sh/roster/lib/cli"
 	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
-	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/runs"
 )
 
@@ -28,12 +26,8 @@ func (c *PruneCmd) Run(g *cli.Globals, env *cli.Env) error {
 	}
 	o := runs.PruneOptions{Keep: -1, DryRun: c.DryRun, Now: time.Now()}
 	for _, w := range c.Worker {
-		if err := home.ValidWorker(w); err != nil {
+		if _, err := h.ExistingWorker(w); err != nil {
 			return err
-		}
-		if _, err := os.Stat(h.Worker(w).Dir); err != nil {
-			return errs.WithHint(errs.New(errs.ErrNoHome, fmt.Sprintf("worker %q does not exist", w)),
-				"roster worker ls lists the workers")
 		}
 	}
 	if len(c.Worker) > 0 {

@@ -77,9 +77,8 @@ func (s *session) close() {
 // open checks the worker exists, takes its store lock exclusively (waiting
 // at most wait) and opens its snapshot folder (made mode 0700 if missing).
 func open(ctx context.Context, w home.Worker, wait time.Duration) (*session, error) {
-	if fi, err := os.Stat(w.Dir); err != nil || !fi.IsDir() {
-		return nil, errs.WithHint(errs.New(errs.ErrNoHome, fmt.Sprintf("worker %q does not exist", w.Name)),
-			"add it with `roster worker add "+w.Name+"`")
+	if err := w.MustExist(); err != nil {
+		return nil, err
 	}
 	if wait == noLock {
 		return openUnlocked(w)
