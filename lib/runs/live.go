@@ -88,36 +88,16 @@ func (b BoxInfo) Alive() bool {
 
 // LiveBoxes returns the boxes of worker w whose supervisor is alive. A
 // box.json it cannot read is taken as not live; commands that must not
-// act under a live box use LiveBoxesStrict.
-func LiveBoxes(w home.Worker) ([]BoxInfo, error) {
-	ents, err := os.ReadDir(w.Runs())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var live []BoxInfo
-	for _, e := range ents {
-		if !e.IsDir() {
-			continue
-		}
-		b, err := ReadBoxInfo(w.Run(e.Name()))
-		if err != nil {
-			continue // no box.json: not live (or not yet; callers allow for that)
-		}
-		if b.Alive() {
-			live = append(live, b)
-		}
-	}
-	return live, nil
-}
+// act while a box may be live use LiveBoxesStrict.
+func LiveBoxes(w home.Worker) ([]BoxInfo, error) { return liveBoxes(w, false) }
 
 // LiveBoxesStrict is LiveBoxes for commands that must never act while a
 // box of w may be live (restore, worker rm): a box.json that exists but
 // cannot be read is refused (exit 14, naming it) instead of being taken
 // for a dead box.
-func LiveBoxesStrict(w home.Worker) ([]BoxInfo, error) {
+func LiveBoxesStrict(w home.Worker) ([]BoxInfo, error) { return liveBoxes(w, true) }
+
+func liveBoxes(w home.Worker, strict bool) ([]BoxInfo, error) {
 	ents, err := os.ReadDir(w.Runs())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -132,9 +112,12 @@ func LiveBoxesStrict(w home.Worker) ([]BoxInfo, error) {
 		}
 		b, err := ReadBoxInfo(w.Run(e.Name()))
 		if errors.Is(err, os.ErrNotExist) {
-			continue
+			continue // no box.json: not live (or not yet; callers allow for that)
 		}
 		if err != nil {
+			if !strict {
+				continue
+			}
 			return nil, errs.WithHint(fmt.Errorf("cannot tell whether run %s of worker %s is live: %w", e.Name(), w.Name, err),
 				"look at the file; if no supervisor of that run is running (roster-box ps), move it aside")
 		}

@@ -122,44 +122,32 @@ func (p *Partition) Fsck(ctx context.Context) (*FsckReport, error) {
 
 // diffFiles says how two partitions differ (entry order aside), or "".
 func diffFiles(a, b *File) string {
-	enc := func(v any) string { x, _ := json.Marshal(v); return string(x) }
-	at, bt := map[string]string{}, map[string]string{}
-	for i := range a.Tasks {
-		at[a.Tasks[i].ID] = enc(&a.Tasks[i])
+	if d := diffByID("task", a.Tasks, b.Tasks, func(t *Task) string { return t.ID }); d != "" {
+		return d
 	}
-	for i := range b.Tasks {
-		bt[b.Tasks[i].ID] = enc(&b.Tasks[i])
+	return diffByID("template", a.Templates, b.Templates, func(t *Template) string { return t.ID })
+}
+
+// diffByID compares two lists of entries by id and encoded content.
+func diffByID[T any](what string, a, b []T, id func(*T) string) string {
+	enc := func(v *T) string { x, _ := json.Marshal(v); return string(x) }
+	bm := make(map[string]string, len(b))
+	for i := range b {
+		bm[id(&b[i])] = enc(&b[i])
 	}
-	for id, v := range at {
-		if w, ok := bt[id]; !ok {
-			return "task " + id + " missing"
-		} else if v != w {
-			return "task " + id + " differs"
+	for i := range a {
+		k := id(&a[i])
+		w, ok := bm[k]
+		switch {
+		case !ok:
+			return what + " " + k + " missing"
+		case w != enc(&a[i]):
+			return what + " " + k + " differs"
 		}
+		delete(bm, k)
 	}
-	for id := range bt {
-		if _, ok := at[id]; !ok {
-			return "task " + id + " not in the journal"
-		}
-	}
-	am, bm := map[string]string{}, map[string]string{}
-	for i := range a.Templates {
-		am[a.Templates[i].ID] = enc(&a.Templates[i])
-	}
-	for i := range b.Templates {
-		bm[b.Templates[i].ID] = enc(&b.Templates[i])
-	}
-	for id, v := range am {
-		if w, ok := bm[id]; !ok {
-			return "template " + id + " missing"
-		} else if v != w {
-			return "template " + id + " differs"
-		}
-	}
-	for id := range bm {
-		if _, ok := am[id]; !ok {
-			return "template " + id + " not in the journal"
-		}
+	for k := range bm {
+		return what + " " + k + " not in the journal"
 	}
 	return ""
 }
