@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -427,6 +428,8 @@ type Manifest struct {
 
 // ParseManifest decodes a whole manifest. Unlike a journal, a manifest is
 // written whole and renamed into place, so any bad line is a refusal.
+// A large manifest is parsed in a few pieces at once (every take reads
+// the previous one whole).
 func ParseManifest(data []byte) (*Manifest, error) {
 	nl := bytes.IndexByte(data, '\n')
 	if nl < 0 {
@@ -436,22 +439,75 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manifest{Header: h, Entries: make([]Entry, 0, h.Entries)}
 	rest := data[nl+1:]
-	for n := 2; len(rest) > 0; n++ {
-		i := bytes.IndexByte(rest, '\n')
-		if i < 0 {
-			return nil, fmt.Errorf("%w: line %d: torn (no newline)", ErrBadManifest, n)
-		}
-		e, err := ParseEntry(rest[:i])
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", n, err)
-		}
-		m.Entries = append(m.Entries, e)
-		rest = rest[i+1:]
+	if len(rest) > 0 && rest[len(rest)-1] != '\n' {
+		n := 2 + bytes.Count(rest, []byte{'\n'})
+		return nil, fmt.Errorf("%w: line %d: torn (no newline)", ErrBadManifest, n)
 	}
-	if len(m.Entries) != h.Entries {
-		return nil, fmt.Errorf("%w: %d entries, header says %d", ErrBadManifest, len(m.Entries), h.Entries)
+	// Cut the entries at line ends into pieces of about the same size.
+	pieces := 1
+	if len(rest) >= 1<<20 {
+		pieces = poolWorkers()
+	}
+	bounds := make([]int, 0, pieces+1)
+	bounds = append(bounds, 0)
+	for i := 1; i < pieces; i++ {
+		at := len(rest) * i / pieces
+		if at <= bounds[len(bounds)-1] {
+			continue
+		}
+		j := bytes.IndexByte(rest[at:], '\n')
+		if j < 0 {
+			break
+		}
+		if at+j+1 < len(rest) {
+			bounds = append(bounds, at+j+1)
+		}
+	}
+	bounds = append(bounds, len(rest))
+	parts := make([][]Entry, len(bounds)-1)
+	perr := make([]error, len(bounds)-1)
+	var wg sync.WaitGroup
+	for k := range parts {
+		wg.Add(1)
+		go func(k int) {
+			defer wg.Done()
+			chunk := rest[bounds[k]:bounds[k+1]]
+			es := make([]Entry, 0, bytes.Count(chunk, []byte{'\n'}))
+			for i := 0; len(chunk) > 0; i++ {
+				j := bytes.IndexByte(chunk, '\n')
+				e, err := ParseEntry(chunk[:j])
+				if err != nil {
+					// The line number counts the lines before this piece.
+					n := 2 + bytes.Count(rest[:bounds[k]], []byte{'\n'}) + i
+					perr[k] = fmt.Errorf("line %d: %w", n, err)
+					return
+				}
+				es = append(es, e)
+				chunk = chunk[j+1:]
+			}
+			parts[k] = es
+		}(k)
+	}
+	wg.Wait()
+	for _, err := range perr {
+		if err != nil {
+			return nil, err // the first bad line
+		}
+	}
+	total := 0
+	for _, p := range parts {
+		total += len(p)
+	}
+	if total != h.Entries {
+		return nil, fmt.Errorf("%w: %d entries, header says %d", ErrBadManifest, total, h.Entries)
+	}
+	m := &Manifest{Header: h, Entries: parts[0]}
+	if len(parts) > 1 {
+		m.Entries = make([]Entry, 0, total)
+		for _, p := range parts {
+			m.Entries = append(m.Entries, p...)
+		}
 	}
 	return m, nil
 }

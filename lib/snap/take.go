@@ -174,7 +174,26 @@ func readFileAt(dir int, names ...string) ([]byte, error) {
 			}
 			f := os.NewFile(uintptr(fd), n)
 			defer f.Close()
-			return io.ReadAll(f)
+			var st unix.Stat_t
+			if err := unix.Fstat(fd, &st); err != nil {
+				return nil, err
+			}
+			// One read into a buffer of the right size (a manifest can be
+			// tens of MB: no growing and copying).
+			b := make([]byte, 0, st.Size+1)
+			for {
+				n, err := f.Read(b[len(b):cap(b)])
+				b = b[:len(b)+n]
+				if err == io.EOF {
+					return b, nil
+				}
+				if err != nil {
+					return nil, err
+				}
+				if len(b) == cap(b) {
+					b = append(b, 0)[:len(b)] // it grew since the stat
+				}
+			}
 		}
 		fd, err := openDirAt(cur, n)
 		if cur != dir {
@@ -539,7 +558,8 @@ func (s *session) scan(roots []root, byPath map[string]*Entry, prevCount int, pr
 	return w.matched != n, nil
 }
 
-// build makes the snapshot tree in .partial-ID.
+// build makes the snapshot tree in .partial-ID: one walker in order, the
+// per-file links and copies on a pool.
 func (s *session) build(roots []root, partial, prevID string, byPath map[string]*Entry, progress func(int)) (*walker, error) {
 	if err := unix.Mkdirat(s.snaps, partial, 0o700); err != nil {
 		return nil, fmt.Errorf("make %s: %w", partial, err)
@@ -550,52 +570,54 @@ func (s *session) build(roots []root, partial, prevID string, byPath map[string]
 	}
 	defer unix.Close(pfd)
 	prevStore, prevChans := s.prevDirs(prevID)
-	defer func() {
-		if prevStore >= 0 {
-			unix.Close(prevStore)
-		}
-		if prevChans >= 0 {
-			unix.Close(prevChans)
-		}
-	}()
+	defer closeFd(prevChans)
 	w := newWalker(byPath, true, true)
 	w.snapFd = pfd
 	w.progress = progress
+	w.pool = newPool()
 	chans := -1
-	defer func() {
-		if chans >= 0 {
-			unix.Close(chans)
+	defer func() { closeFd(chans) }()
+	err = func() error {
+		for _, r := range roots {
+			if r.store {
+				err := w.root(r.fd, r.path, true, pfd, home.SnapStoreDir, prevStore)
+				prevStore = -1 // the walk closes it
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			if chans < 0 {
+				if err := unix.Mkdirat(pfd, home.SnapChannelStoresDir, 0o700); err != nil {
+					return err
+				}
+				if chans, err = openDirAt(pfd, home.SnapChannelStoresDir); err != nil {
+					return err
+				}
+			}
+			prevRoot := -1
+			if prevChans >= 0 {
+				if fd, err := openDirAt(prevChans, r.name); err == nil {
+					prevRoot = fd
+				}
+			}
+			if err := w.root(r.fd, r.path, false, chans, r.name, prevRoot); err != nil {
+				return err
+			}
 		}
+		return nil
 	}()
-	for _, r := range roots {
-		if r.store {
-			if err := w.root(r.fd, r.path, true, pfd, home.SnapStoreDir, prevStore); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if chans < 0 {
-			if err := unix.Mkdirat(pfd, home.SnapChannelStoresDir, 0o700); err != nil {
-				return nil, err
-			}
-			if chans, err = openDirAt(pfd, home.SnapChannelStoresDir); err != nil {
-				return nil, err
-			}
-		}
-		prevRoot := -1
-		if prevChans >= 0 {
-			if fd, err := openDirAt(prevChans, r.name); err == nil {
-				prevRoot = fd
-			}
-		}
-		err := w.root(r.fd, r.path, false, chans, r.name, prevRoot)
-		if prevRoot >= 0 {
-			unix.Close(prevRoot)
-		}
-		if err != nil {
-			return nil, err
-		}
+	closeFd(prevStore)
+	// Every queued operation finishes (or is skipped after a failure)
+	// before the folders they use are closed.
+	if perr := w.pool.wait(); err == nil {
+		err = perr
 	}
+	w.pool = nil
+	if err != nil {
+		return nil, err
+	}
+	w.applyFixes()
 	return w, nil
 }
 

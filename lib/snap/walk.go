@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -42,6 +43,21 @@ type walker struct {
 	namesBuf []byte
 	copyBuf  []byte
 	progress func(int)
+
+	// build: single-link files are linked or copied on the pool; what
+	// those operations learn comes back here, applied once the pool is
+	// done (the walker alone touches entries until then).
+	pool  *pool
+	mu    sync.Mutex
+	fixes []fileFix
+}
+
+// fileFix is what a pooled file operation changed in its entry.
+type fileFix struct {
+	idx   int
+	e     Entry
+	drop  bool // the file is gone, or kept changing identity (raced)
+	raced bool
 }
 
 func newWalker(prev map[string]*Entry, build, keep bool) *walker {
@@ -79,31 +95,49 @@ func (w *walker) root(src int, path string, skipLocks bool, dstParent int, dstNa
 		return fmt.Errorf("stat %s: %w", path, err)
 	}
 	w.dev = st.Dev
-	idx := w.add(entryOf(path, &st))
-	dst := -1
-	if w.build {
-		if err := unix.Mkdirat(dstParent, dstName, 0o700); err != nil {
-			return fmt.Errorf("make %s in the snapshot: %w", path, err)
-		}
-		fd, err := openDirAt(dstParent, dstName)
-		if err != nil {
-			return fmt.Errorf("open %s in the snapshot: %w", path, err)
-		}
-		dst = fd
-		defer unix.Close(dst)
+	e := entryOf(path, &st)
+	w.add(e)
+	if !w.build {
+		return w.dir(src, -1, -1, path, skipLocks, 0, nil)
 	}
-	if err := w.dir(src, dst, prevRoot, path, skipLocks, 0); err != nil {
+	// prevRoot belongs to this tree's walk from here on.
+	if err := unix.Mkdirat(dstParent, dstName, 0o700); err != nil {
+		closeFd(prevRoot)
+		return fmt.Errorf("make %s in the snapshot: %w", path, err)
+	}
+	dst, err := openDirAt(dstParent, dstName)
+	if err != nil {
+		closeFd(prevRoot)
+		return fmt.Errorf("open %s in the snapshot: %w", path, err)
+	}
+	atime := st.Atim.Nano()
+	ref := w.pool.newDirRef(func(failed bool) error {
+		var err error
+		if !failed {
+			if err = applyMeta(dst, &e, atime); err != nil {
+				err = fmt.Errorf("%s in the snapshot: %w", path, err)
+			}
+		}
+		unix.Close(dst)
+		closeFd(prevRoot)
 		return err
-	}
-	if w.build {
-		if err := applyMeta(dst, &w.entries[idx], st.Atim.Nano()); err != nil {
-			return fmt.Errorf("%s in the snapshot: %w", path, err)
-		}
-	}
-	return nil
+	})
+	err = w.dir(src, dst, prevRoot, path, skipLocks, 0, ref)
+	ref.release()
+	return err
 }
 
-func (w *walker) dir(src, dst, prevDir int, path string, skipLocks bool, depth int) error {
+// closeFd closes fd unless it is -1.
+func closeFd(fd int) {
+	if fd >= 0 {
+		unix.Close(fd)
+	}
+}
+
+// dir walks the folder open as src (in build mode ref holds its snapshot
+// folder dst and the previous snapshot's prevDir open for its pooled
+// operations).
+func (w *walker) dir(src, dst, prevDir int, path string, skipLocks bool, depth int, ref *dirRef) error {
 	names, err := readNames(src, w.namesBuf, nil)
 	if err != nil {
 		return fmt.Errorf("read folder %s: %w", EscapeName(path), err)
@@ -113,9 +147,12 @@ func (w *walker) dir(src, dst, prevDir int, path string, skipLocks bool, depth i
 		if skipLocks && name == home.StoreLocksName {
 			continue // the lock folder's mount point: never snapshotted
 		}
+		if w.pool != nil && w.pool.failed.Load() {
+			return w.pool.Err()
+		}
 		var err error
 		for try := 0; try < maxTries; try++ {
-			if err = w.entry(src, dst, prevDir, path, name, depth); !errors.Is(err, errRaced) {
+			if err = w.entry(src, dst, prevDir, path, name, depth, ref); !errors.Is(err, errRaced) {
 				break
 			}
 		}
@@ -133,7 +170,7 @@ func (w *walker) dir(src, dst, prevDir int, path string, skipLocks bool, depth i
 	return nil
 }
 
-func (w *walker) entry(src, dst, prevDir int, path, name string, depth int) error {
+func (w *walker) entry(src, dst, prevDir int, path, name string, depth int, ref *dirRef) error {
 	var st unix.Stat_t
 	if err := unix.Fstatat(src, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		if err == unix.ENOENT {
@@ -174,8 +211,15 @@ func (w *walker) entry(src, dst, prevDir int, path, name string, depth int) erro
 		w.add(e)
 		return nil
 	case TypeFile:
+		if w.build && st.Nlink == 1 {
+			// The common case goes to the pool; its entry is fixed up
+			// after if the copy learns more (or the file raced away).
+			idx := w.add(e)
+			ref.run(func(buf *[]byte) error { return w.fileOp(src, dst, prevDir, name, idx, e, buf) })
+			return nil
+		}
 		if w.build {
-			if err := w.buildFile(src, dst, prevDir, name, &e, &st); err != nil {
+			if err := w.buildFile(src, dst, prevDir, name, &e, &st, &w.copyBuf); err != nil {
 				return err
 			}
 		}
@@ -202,46 +246,58 @@ func (w *walker) subdir(src, dst, prevDir int, rel, name string, e Entry, st *un
 	if err != nil {
 		return fmt.Errorf("open folder %s: %w", EscapeName(rel), err)
 	}
-	defer unix.Close(fd)
 	var fst unix.Stat_t
 	if err := unix.Fstat(fd, &fst); err != nil {
+		unix.Close(fd)
 		return fmt.Errorf("stat %s: %w", EscapeName(rel), err)
 	}
 	if fst.Ino != st.Ino || fst.Dev != st.Dev {
+		unix.Close(fd)
 		return errRaced
 	}
-	idx := w.add(e)
+	w.add(e)
 	if w.stop {
+		unix.Close(fd)
 		return nil
 	}
-	dchild := -1
-	if w.build {
-		if err := unix.Mkdirat(dst, name, 0o700); err != nil {
-			return fmt.Errorf("make %s in the snapshot: %w", EscapeName(rel), err)
-		}
-		if dchild, err = openDirAt(dst, name); err != nil {
-			return fmt.Errorf("open %s in the snapshot: %w", EscapeName(rel), err)
-		}
-		defer unix.Close(dchild)
+	if !w.build {
+		err := w.dir(fd, -1, -1, rel, false, depth+1, nil)
+		unix.Close(fd)
+		return err
+	}
+	if err := unix.Mkdirat(dst, name, 0o700); err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("make %s in the snapshot: %w", EscapeName(rel), err)
+	}
+	dchild, err := openDirAt(dst, name)
+	if err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("open %s in the snapshot: %w", EscapeName(rel), err)
 	}
 	pchild := -1
 	if prevDir >= 0 {
 		if p := w.prev[rel]; p != nil && p.Type == TypeDir {
 			if pfd, err := openDirAt(prevDir, name); err == nil {
 				pchild = pfd
-				defer unix.Close(pchild)
 			}
 		}
 	}
-	if err := w.dir(fd, dchild, pchild, rel, false, depth+1); err != nil {
-		return err
-	}
-	if w.build {
-		if err := applyMeta(dchild, &w.entries[idx], st.Atim.Nano()); err != nil {
-			return fmt.Errorf("%s in the snapshot: %w", EscapeName(rel), err)
+	atime := st.Atim.Nano()
+	ref := w.pool.newDirRef(func(failed bool) error {
+		var err error
+		if !failed {
+			if err = applyMeta(dchild, &e, atime); err != nil {
+				err = fmt.Errorf("%s in the snapshot: %w", EscapeName(rel), err)
+			}
 		}
-	}
-	return nil
+		unix.Close(fd)
+		unix.Close(dchild)
+		closeFd(pchild)
+		return err
+	})
+	err = w.dir(fd, dchild, pchild, rel, false, depth+1, ref)
+	ref.release()
+	return err
 }
 
 func (w *walker) buildSymlink(dst, prevDir int, name string, e *Entry) error {
@@ -263,7 +319,7 @@ func (w *walker) buildSymlink(dst, prevDir int, name string, e *Entry) error {
 // buildFile puts a regular file into the snapshot: a link to the same
 // inode already made for another name of it in this take, a link to the
 // previous snapshot's inode when nothing changed, or else a new copy.
-func (w *walker) buildFile(src, dst, prevDir int, name string, e *Entry, st *unix.Stat_t) error {
+func (w *walker) buildFile(src, dst, prevDir int, name string, e *Entry, st *unix.Stat_t, buf *[]byte) error {
 	key := devIno{st.Dev, st.Ino}
 	if st.Nlink > 1 {
 		if first, ok := w.links[key]; ok {
@@ -285,14 +341,98 @@ func (w *walker) buildFile(src, dst, prevDir int, name string, e *Entry, st *uni
 		}
 		// EMLINK (too many links) or the old copy is missing: copy instead.
 	}
-	return w.copyFile(src, dst, name, e)
+	return copyFile(src, dst, name, e, buf)
+}
+
+// fileOp puts a single-link file into the snapshot on the pool: a link to
+// the previous snapshot's inode when nothing changed, else a new copy. A
+// file that changes identity under it is stat'ed again and retried, up to
+// maxTries times; one that is gone is left out, one that keeps changing
+// is left out and listed as unstable, as the walker does.
+func (w *walker) fileOp(src, dst, prevDir int, name string, idx int, e Entry, buf *[]byte) error {
+	for try := 1; ; try++ {
+		copied := true
+		if p := w.prev[e.Path]; p != nil && prevDir >= 0 && sameContent(p, &e) && unix.Linkat(prevDir, name, dst, name, 0) == nil {
+			copied = false
+		}
+		var err error
+		if copied {
+			err = copyFile(src, dst, name, &e, buf)
+		}
+		if err == nil {
+			if copied {
+				w.fix(fileFix{idx: idx, e: e})
+			}
+			return nil
+		}
+		if !errors.Is(err, errRaced) {
+			return err
+		}
+		if try >= maxTries {
+			w.fix(fileFix{idx: idx, drop: true, raced: true})
+			return nil
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(src, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if err == unix.ENOENT {
+				w.fix(fileFix{idx: idx, drop: true})
+				return nil
+			}
+			return fmt.Errorf("stat %s: %w", EscapeName(e.Path), err)
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+			// Now something the walker handles in order: list it as
+			// having raced rather than guess.
+			w.fix(fileFix{idx: idx, drop: true, raced: true})
+			return nil
+		}
+		e = entryOf(e.Path, &st)
+	}
+}
+
+func (w *walker) fix(f fileFix) {
+	w.mu.Lock()
+	w.fixes = append(w.fixes, f)
+	w.mu.Unlock()
+}
+
+// applyFixes puts what the pooled operations learnt into the entries,
+// once the pool is done.
+func (w *walker) applyFixes() {
+	if len(w.fixes) == 0 {
+		return
+	}
+	sort.Slice(w.fixes, func(i, j int) bool { return w.fixes[i].idx < w.fixes[j].idx })
+	drop := false
+	for _, f := range w.fixes {
+		if f.drop {
+			drop = true
+			if f.raced {
+				w.raced = append(w.raced, Change{Op: OpUnstable, Path: w.entries[f.idx].Path, Type: TypeFile})
+			}
+			w.entries[f.idx].Type = 0
+			continue
+		}
+		w.entries[f.idx] = f.e
+	}
+	w.fixes = nil
+	if !drop {
+		return
+	}
+	out := w.entries[:0]
+	for _, e := range w.entries {
+		if e.Type != 0 {
+			out = append(out, e)
+		}
+	}
+	w.entries = out
 }
 
 // copyFile copies a store file into a new inode of the snapshot and gives
 // it the file's owner, mode and times through the new descriptor. A file
 // that changes while it is copied is copied again, up to maxTries times,
 // then kept as it was read and marked unstable.
-func (w *walker) copyFile(src, dst int, name string, e *Entry) error {
+func copyFile(src, dst int, name string, e *Entry, buf *[]byte) error {
 	if copyFault != nil {
 		if err := copyFault(e.Path); err != nil {
 			return fmt.Errorf("read %s: %w", EscapeName(e.Path), err)
@@ -325,7 +465,7 @@ func (w *walker) copyFile(src, dst int, name string, e *Entry) error {
 				return fmt.Errorf("copy %s: %w", EscapeName(e.Path), err)
 			}
 		}
-		if err := copyData(sfd, dfd, before.Size, &w.copyBuf); err != nil {
+		if err := copyData(sfd, dfd, before.Size, buf); err != nil {
 			return fmt.Errorf("copy %s: %w", EscapeName(e.Path), err)
 		}
 		if copyDuring != nil {

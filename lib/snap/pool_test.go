@@ -1,0 +1,144 @@
+package snap
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A file that disappears while the pool copies it is left out of the
+// snapshot (as one gone before the walk reached it would be), and the
+// take succeeds.
+func TestTakeFileGoneMidCopyIsLeftOut(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	for i := 0; i < 50; i++ {
+		write(t, filepath.Join(w.Store(), fmt.Sprintf("d%d/f", i)), "data", 0o644)
+	}
+	write(t, filepath.Join(w.Store(), "vanish"), "soon gone", 0o644)
+	copyFault = func(p string) error {
+		if p == "store/vanish" {
+			os.Remove(filepath.Join(w.Store(), "vanish"))
+			return errRaced
+		}
+		return nil
+	}
+	defer func() { copyFault = nil }()
+	r := take(t, w, opts(10))
+	copyFault = nil
+	m := readManifest(t, w.SnapshotManifest(r.ID))
+	for _, e := range m.Entries {
+		if e.Path == "store/vanish" {
+			t.Fatalf("manifest lists a file that was gone: %+v", e)
+		}
+	}
+	if len(m.Entries) != 1+50+50 {
+		t.Fatalf("manifest has %d entries, want 101", len(m.Entries))
+	}
+	if _, err := os.Lstat(filepath.Join(w.Snapshot(r.ID), "store/vanish")); !os.IsNotExist(err) {
+		t.Fatalf("snapshot holds the vanished file: %v", err)
+	}
+	// (The store's own mtime moved with the removal: compare below it.)
+	if got := treeState(t, filepath.Join(w.Store(), "d7")); got != treeState(t, filepath.Join(w.Snapshot(r.ID), "store/d7")) {
+		t.Fatalf("snapshot differs from the store")
+	}
+}
+
+// A file swapped for a folder while the pool copies it is listed as
+// unstable and left out; the rest of the snapshot is whole.
+func TestTakeFileSwappedMidCopyIsUnstable(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	write(t, filepath.Join(w.Store(), "a"), "a", 0o644)
+	write(t, filepath.Join(w.Store(), "swap"), "file", 0o644)
+	write(t, filepath.Join(w.Store(), "z"), "z", 0o644)
+	copyFault = func(p string) error {
+		if p == "store/swap" {
+			os.Remove(filepath.Join(w.Store(), "swap"))
+			os.Mkdir(filepath.Join(w.Store(), "swap"), 0o755)
+			return errRaced
+		}
+		return nil
+	}
+	defer func() { copyFault = nil }()
+	r := take(t, w, opts(10))
+	copyFault = nil
+	got := lines(mustRead(t, w.SnapshotChanges(r.ID)))
+	if !contains(got, "unstable store/swap") {
+		t.Fatalf("change list lacks the unstable line:\n%s", strings.Join(got, "\n"))
+	}
+	m := readManifest(t, w.SnapshotManifest(r.ID))
+	var paths []string
+	for _, e := range m.Entries {
+		paths = append(paths, e.Path)
+	}
+	if strings.Join(paths, " ") != "store store/a store/z" {
+		t.Fatalf("manifest paths = %v", paths)
+	}
+}
+
+// An error on the pool fails the take as a walker error does: no
+// snapshot, no .partial left.
+func TestTakePoolErrorFailsWhole(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	for i := 0; i < 300; i++ {
+		write(t, filepath.Join(w.Store(), fmt.Sprintf("d%02d/f%d", i%30, i)), "data", 0o644)
+	}
+	copyFault = func(p string) error {
+		if p == "store/d17/f137" {
+			return errors.New("injected")
+		}
+		return nil
+	}
+	defer func() { copyFault = nil }()
+	if _, err := Take(t.Context(), w, opts(10)); err == nil || !strings.Contains(err.Error(), "store/d17/f137") {
+		t.Fatalf("take = %v, want the injected error naming the file", err)
+	}
+	names, _ := os.ReadDir(w.Snapshots())
+	if len(names) != 0 {
+		t.Fatalf("store-snapshots holds %v after a failed first take", names)
+	}
+}
+
+// A manifest large enough to be parsed in pieces keeps its order, and a
+// bad line in a later piece is reported with its own line number.
+func TestParseManifestInPiecesKeepsOrderAndLineNumbers(t *testing.T) {
+	const n = 20000
+	m := &Manifest{Header: Header{Format: ManifestFormat, ID: "20261129-190000.000", Entries: n}}
+	for i := 0; i < n; i++ {
+		m.Entries = append(m.Entries, Entry{Path: fmt.Sprintf("store/some/longer/folder/name/f%06d", i), Type: TypeFile, Mode: 0o644, Size: int64(i), Mtime: int64(i) * 1000})
+	}
+	data := m.Encode()
+	if len(data) < 1<<20 {
+		t.Fatalf("test manifest is %d bytes: too small to be cut", len(data))
+	}
+	got, err := ParseManifest(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range got.Entries {
+		if got.Entries[i] != m.Entries[i] {
+			t.Fatalf("entry %d = %+v, want %+v", i, got.Entries[i], m.Entries[i])
+		}
+	}
+	// Break line 15002 (entry 15000): far into the last piece.
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	lines[15001] = []byte("{\"path\":\"store/x\",\"type\":\"?\"}\n")
+	if _, err := ParseManifest(bytes.Join(lines, nil)); err == nil || !strings.Contains(err.Error(), "line 15002:") {
+		t.Fatalf("bad line error = %v, want one naming line 15002", err)
+	}
+	// A torn last line.
+	if _, err := ParseManifest(data[:len(data)-1]); err == nil || !strings.Contains(err.Error(), "torn") {
+		t.Fatalf("torn manifest error = %v", err)
+	}
+	// A count that does not match the header.
+	short := bytes.Join(lines[:n], nil)
+	if _, err := ParseManifest(short); err == nil || !errors.Is(err, ErrBadManifest) {
+		t.Fatalf("short manifest error = %v", err)
+	}
+}
