@@ -21,6 +21,7 @@ type Change struct {
 	Type    byte   // the entry type (TypeFile...)
 	Itemize string // rsync's YXcstpoguax for new and change; "" otherwise
 	Target  string // symlink target for symlink lines
+	LinkTo  string // hardlink lines: the name (same tree) this file is linked to
 	Reason  string // skip: "fifo", "socket", "device", "other filesystem"
 }
 
@@ -28,13 +29,15 @@ type Change struct {
 //
 //	>f.st...... store/notes.md
 //	cL+++++++++ store/etc -> /etc/passwd
+//	hf+++++++++ store/b => store/a
 //	*deleting   store/old/
 //	skipped store/pipe (fifo)
 //	unstable store/busy.log
 //
-// Names are escaped with EscapeName, so a line is always one line.
+// Names (on both sides of -> and =>) are escaped with EscapeName, so a
+// line is always one line.
 func (c *Change) Line() string {
-	b := make([]byte, 0, 16+len(c.Path)+len(c.Target))
+	b := make([]byte, 0, 20+len(c.Path)+len(c.Target)+len(c.LinkTo))
 	switch c.Op {
 	case OpNew, OpChange:
 		b = append(b, c.Itemize...)
@@ -54,6 +57,10 @@ func (c *Change) Line() string {
 		b = append(b, " -> "...)
 		b = appendEscaped(b, c.Target)
 	}
+	if c.LinkTo != "" && (c.Op == OpNew || c.Op == OpChange) {
+		b = append(b, " => "...)
+		b = appendEscaped(b, c.LinkTo)
+	}
 	if c.Op == OpSkip {
 		b = append(b, " ("...)
 		b = append(b, c.Reason...)
@@ -71,6 +78,8 @@ type ChangeJSON struct {
 	Itemize   string `json:"itemize,omitempty"`
 	Target    string `json:"target,omitempty"`
 	TargetB64 string `json:"target_b64,omitempty"`
+	LinkTo    string `json:"link_to,omitempty"`     // hardlink lines: the name this file is linked to
+	LinkToB64 string `json:"link_to_b64,omitempty"` // the same when it is not UTF-8
 	Reason    string `json:"reason,omitempty"`
 	Line      string `json:"line"` // the change-list line
 }
@@ -81,6 +90,9 @@ func (c *Change) JSON() ChangeJSON {
 	j.Path, j.PathB64 = textOrB64(c.Path)
 	if c.Type == TypeSymlink {
 		j.Target, j.TargetB64 = textOrB64(c.Target)
+	}
+	if c.LinkTo != "" {
+		j.LinkTo, j.LinkToB64 = textOrB64(c.LinkTo)
 	}
 	return j
 }
@@ -203,10 +215,19 @@ func itemize(prev, cur *Entry, quick bool) string {
 // byPath indexes prev; its entries' seen marks are reset and used. quick
 // is a restore's comparison (prev is the live tree, cur the snapshot):
 // size and mtime only, and the live special files are listed as deleted.
+// Names sharing an inode are listed as rsync -H lists them (hardlink.go).
 func compare(prev []Entry, byPath map[string]*Entry, cur []Entry, quick bool) []Change {
+	return compareTrees(prev, byPath, cur, quick, false)
+}
+
+// compareTrees is compare; curLive says that cur is a walk of the live
+// trees, whose names share an inode when their inode numbers are equal
+// (a manifest numbers its groups). With quick, prev is such a walk.
+func compareTrees(prev []Entry, byPath map[string]*Entry, cur []Entry, quick, curLive bool) []Change {
 	for i := range prev {
 		prev[i].seen = false
 	}
+	hl := newHardlinks(prev, byPath, cur, quick, quick, curLive)
 	var out, tail, typeDels []Change
 	for i := range cur {
 		e := &cur[i]
@@ -224,7 +245,15 @@ func compare(prev []Entry, byPath map[string]*Entry, cur []Entry, quick bool) []
 		if p != nil && special(p.Type) {
 			p = nil
 		}
-		if it := itemize(p, e, quick); it != "" {
+		if hl != nil && e.Type == TypeFile {
+			if c, ok := hl.later[e.Path]; ok {
+				if c != nil {
+					out = append(out, *c)
+				}
+				continue
+			}
+		}
+		if it := hl.itemize(p, e, quick); it != "" {
 			op := OpChange
 			if p == nil || p.Type != e.Type {
 				op = OpNew

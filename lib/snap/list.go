@@ -166,5 +166,5 @@ func Diff(ctx context.Context, w home.Worker, from, to string) ([]Change, error)
 		}
 		cur = wk.entries
 	}
-	return compare(a.Entries, index(a.Entries), cur, false), nil
+	return compareTrees(a.Entries, index(a.Entries), cur, false, to == ""), nil
 }
