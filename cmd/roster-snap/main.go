@@ -31,7 +31,7 @@ type CLI struct {
 	cli.Globals
 
 	Take    TakeCmd    `cmd:"" help:"Snapshot a worker's store and channel stores if anything changed; prints the new id."`
-	Ls      LsCmd      `cmd:"" help:"List a worker's snapshots, newest first, with size shared/own."`
+	Ls      LsCmd      `cmd:"" help:"List a worker's snapshots, newest first, with their apparent size and the disk space they share and own."`
 	Diff    DiffCmd    `cmd:"" help:"Itemized changes between two snapshots (default: the newest snapshot vs the live store)."`
 	Restore RestoreCmd `cmd:"" help:"Restore a worker's store (and channel stores) from a snapshot; prints the pre-restore snapshot id (the undo)."`
 	Sweep   SweepCmd   `cmd:"" help:"Take a snapshot of every worker whose store changed (daily)."`
@@ -218,7 +218,9 @@ func list(g *cli.Globals, env *cli.Env, name string, asJSON bool) error {
 		}
 		rows = append(rows, []string{in.ID, label, strconv.Itoa(in.Files), size(in.Bytes), size(in.Shared), size(in.Own)})
 	}
-	return cli.Table(env.Stdout, []string{"ID", "LABEL", "FILES", "SIZE", "SHARED", "OWN"}, rows)
+	// APPARENT is the files' length (a sparse file counts whole); the DISK
+	// columns are allocated space, and DISK-OWN is what deleting it frees.
+	return cli.Table(env.Stdout, []string{"ID", "LABEL", "FILES", "APPARENT", "DISK-SHARED", "DISK-OWN"}, rows)
 }
 
 func size(n int64) string {

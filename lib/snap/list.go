@@ -16,9 +16,9 @@ type Info struct {
 	Label    string    `json:"label"`
 	TakenAt  time.Time `json:"taken_at"`
 	Files    int       `json:"files"`
-	Bytes    int64     `json:"bytes"`        // regular-file bytes as the snapshot holds them (each inode once)
-	Shared   int64     `json:"shared_bytes"` // bytes in inodes also linked from outside this snapshot
-	Own      int64     `json:"own_bytes"`    // bytes in inodes only this snapshot links: freed by deleting it
+	Bytes    int64     `json:"bytes"`        // apparent size (st_size) of the stores' regular files, each inode once: a sparse file counts whole
+	Shared   int64     `json:"shared_bytes"` // disk space (st_blocks*512) of the inodes also linked from another snapshot
+	Own      int64     `json:"own_bytes"`    // disk space (st_blocks*512) of the inodes only this snapshot links (files, folders, manifest): freed by deleting it
 	Unstable int       `json:"unstable"`
 	Skipped  int       `json:"skipped"`
 }
@@ -60,65 +60,76 @@ func IDs(w home.Worker) ([]string, error) {
 	return s.ids()
 }
 
-// usage counts a snapshot's bytes by inode: an inode whose links are all
-// inside the snapshot is its own, any other is shared.
+// usage sizes a snapshot. Bytes is the apparent size of the regular
+// files of its store and channel stores; Own and Shared are disk space
+// (st_blocks*512, holes cost nothing) of every inode in the snapshot's
+// folder, each counted once: an inode whose links are all inside the
+// snapshot is its own (folders always are, as are the manifest and the
+// change list), any other is shared with another snapshot.
 func (s *session) usage(id string, in *Info) error {
 	fd, err := openDirAt(s.snaps, id)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
+	var top unix.Stat_t
+	if err := unix.Fstat(fd, &top); err != nil {
+		return fmt.Errorf("snapshot %s: %w", id, err)
+	}
+	in.Own += top.Blocks * 512
 	type ino struct {
 		nlink uint64
 		names uint64
-		size  int64
+		disk  int64
 	}
 	seen := map[uint64]*ino{}
 	buf := make([]byte, 32<<10)
-	var walk func(dir int, depth int) error
-	walk = func(dir int, depth int) error {
+	var walk func(dir int, depth int, store bool) error
+	walk = func(dir int, depth int, store bool) error {
 		names, err := readNames(dir, buf, nil)
 		if err != nil {
 			return err
 		}
 		for _, n := range names {
-			if depth == 0 && n != home.SnapStoreDir && n != home.SnapChannelStoresDir {
-				continue
-			}
+			inStore := store || (depth == 0 && (n == home.SnapStoreDir || n == home.SnapChannelStoresDir))
 			var st unix.Stat_t
 			if err := unix.Fstatat(dir, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 				return err
 			}
 			switch st.Mode & unix.S_IFMT {
-			case unix.S_IFREG:
-				if i := seen[st.Ino]; i != nil {
-					i.names++
-				} else {
-					seen[st.Ino] = &ino{nlink: uint64(st.Nlink), names: 1, size: st.Size}
-				}
 			case unix.S_IFDIR:
+				in.Own += st.Blocks * 512 // a folder has one name
 				sub, err := openDirAt(dir, n)
 				if err != nil {
 					return err
 				}
-				err = walk(sub, depth+1)
+				err = walk(sub, depth+1, inStore)
 				unix.Close(sub)
 				if err != nil {
 					return err
 				}
+			default:
+				i := seen[st.Ino]
+				if i == nil {
+					i = &ino{nlink: uint64(st.Nlink), disk: st.Blocks * 512}
+					seen[st.Ino] = i
+					if inStore && st.Mode&unix.S_IFMT == unix.S_IFREG {
+						in.Bytes += st.Size
+					}
+				}
+				i.names++
 			}
 		}
 		return nil
 	}
-	if err := walk(fd, 0); err != nil {
+	if err := walk(fd, 0, false); err != nil {
 		return fmt.Errorf("snapshot %s: %w", id, err)
 	}
 	for _, i := range seen {
-		in.Bytes += i.size
 		if i.names >= i.nlink {
-			in.Own += i.size
+			in.Own += i.disk
 		} else {
-			in.Shared += i.size
+			in.Shared += i.disk
 		}
 	}
 	return nil
