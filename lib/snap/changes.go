@@ -176,7 +176,7 @@ func itemize(prev, cur *Entry, quick bool) string {
 		// metadata change; otherwise it means the bytes may have changed.
 		meta := prev.Mode != cur.Mode || prev.UID != cur.UID || prev.GID != cur.GID
 		if prev.Size != cur.Size || prev.Mtime != cur.Mtime || prev.Unstable ||
-			(!quick && (prev.Ino != cur.Ino || (prev.Ctime != cur.Ctime && !meta))) {
+			(!quick && !cur.samePrev && (prev.Ino != cur.Ino || (prev.Ctime != cur.Ctime && !meta))) {
 			b[0] = '>'
 			changed = true
 		}

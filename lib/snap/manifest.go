@@ -42,8 +42,10 @@ type Entry struct {
 	Ctime    int64  // the source ctime when taken, ns
 	Group    int    // hardlink group within the snapshot (same number, same inode); 0 = none
 	Unstable bool   // changed while it was copied, every try
+	SnapIno  uint64 // restore record only: the snapshot inode whose bytes the live inode holds
 
-	seen bool // take/diff bookkeeping, not stored
+	seen     bool // take/diff bookkeeping, not stored
+	samePrev bool // take: the previous snapshot's copy holds these bytes (by the restore record), not stored
 }
 
 // Header is the first line of a manifest.
@@ -99,6 +101,10 @@ func AppendEntry(b []byte, e *Entry) []byte {
 	}
 	if e.Unstable {
 		b = append(b, `,"unstable":true`...)
+	}
+	if e.SnapIno != 0 {
+		b = append(b, `,"sino":`...)
+		b = strconv.AppendUint(b, e.SnapIno, 10)
 	}
 	return append(b, '}')
 }
@@ -192,12 +198,16 @@ func ParseEntry(line []byte) (Entry, error) {
 			} else {
 				e.GID = uint32(n)
 			}
-		case "ino":
+		case "ino", "sino":
 			n, err := v.uint(64)
 			if err != nil {
 				return err
 			}
-			e.Ino = n
+			if key[0] == 'i' {
+				e.Ino = n
+			} else {
+				e.SnapIno = n
+			}
 		case "size", "mtime", "ctime":
 			n, err := v.int()
 			if err != nil {

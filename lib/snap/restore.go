@@ -53,6 +53,9 @@ type restoreTree struct {
 	name    string // the live tree's name in parent
 	entries []Entry
 	staging string
+	made    bool     // staging was made by this restore
+	sino    []uint64 // per entry: the snapshot inode whose bytes the restored file holds (the restore record)
+	rec     []Entry  // per entry: its restore record line (SnapIno 0: none)
 }
 
 // Restore replaces worker w's store (and channel stores) with a snapshot's
@@ -116,19 +119,46 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 	// entries are the live state the change list compares with.
 	live := inTrees(pre.walked, trees)
 	pre.walked = nil
-	res.Changes = compare(live, index(live), want, true)
+	liveIdx := index(live)
+	res.Changes = compare(live, liveIdx, want, true)
 	want = nil
 	// Live inodes may be reused only when nothing can write into the old
 	// tree after the swap: no box is live, and --force was not asked for.
 	reuse := len(boxes) == 0 && !opt.Force
+	// Stage every tree first, then swap them one after another: the store
+	// and its channel stores change together, as near as renames allow.
+	sg := newStager()
+	if reuse {
+		sg.pre, sg.preIdx = pre.ID, liveIdx
+	}
+	var serr error
 	for i := range trees {
 		t := &trees[i]
 		t.staging = home.RestorePrefix + from + "-" + strconv.Itoa(i)
-		if err := s.stage(t, from, reuse, opt.Progress); err != nil {
-			removeAt(s.wdir, t.staging)
-			return res, err
+		if serr = s.stage(sg, t, from, reuse, opt.Progress); serr != nil {
+			sg.pool.fail(serr) // skip what is still queued
+			break
 		}
-		kept, err := s.swap(t, from, len(boxes) > 0)
+	}
+	if err := sg.close(); serr == nil {
+		serr = err
+	}
+	if serr == nil {
+		// dst was closed with the root level; sync through the worker folder.
+		if err := unix.Syncfs(s.wdir); err != nil {
+			serr = fmt.Errorf("sync restored tree: %w", err)
+		}
+	}
+	if serr != nil {
+		for i := range trees {
+			if trees[i].made {
+				removeAt(s.wdir, trees[i].staging)
+			}
+		}
+		return res, serr
+	}
+	for i := range trees {
+		kept, err := s.swap(&trees[i], from, len(boxes) > 0)
 		if err != nil {
 			return res, err
 		}
@@ -136,7 +166,107 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 			res.Trashed = append(res.Trashed, kept)
 		}
 	}
+	// The restore record (record.go): what the restored files are, so the
+	// next take links instead of copying them all. Only a cache: a failure
+	// here costs that take time, never correctness.
+	if recs, err := s.recordEntries(trees); err == nil {
+		s.writeRecord(from, pre.ID, opt.now(), recs)
+	}
 	return res, nil
+}
+
+// recordEntries stats every restored regular file now that its names
+// and ctime are final (the old trees are deleted or in .trash/; a reused
+// inode is only reused when no box is live, so its old name is deleted
+// here, never later) and pairs it with the snapshot inode it was
+// restored from. The stats run on a pool, one walker opening folders.
+func (s *session) recordEntries(trees []restoreTree) ([]Entry, error) {
+	p := newPool()
+	var werr error
+	for ti := range trees {
+		if werr = s.recordTree(p, &trees[ti]); werr != nil {
+			p.fail(werr)
+			break
+		}
+	}
+	if err := p.wait(); werr == nil {
+		werr = err
+	}
+	if werr != nil {
+		return nil, werr
+	}
+	var out []Entry
+	for ti := range trees {
+		t := &trees[ti]
+		for i := range t.entries {
+			if t.rec[i].SnapIno != 0 {
+				out = append(out, t.rec[i])
+			}
+		}
+		t.rec = nil
+	}
+	return out, nil
+}
+
+// recordTree fills t.rec (per entry: the restored file as it is now, with
+// its snapshot inode) for every regular file with a known snapshot inode
+// and the metadata the snapshot gave it.
+func (s *session) recordTree(p *pool, t *restoreTree) error {
+	t.rec = make([]Entry, len(t.entries))
+	root, err := openDirAt(t.parent, t.name)
+	if err != nil {
+		return err
+	}
+	type level struct {
+		path string
+		fd   int
+		ref  *dirRef
+	}
+	newLevel := func(path string, fd int) level {
+		return level{path: path, fd: fd, ref: p.newDirRef(func(bool) error { unix.Close(fd); return nil })}
+	}
+	stack := []level{newLevel(t.path, root)}
+	defer func() {
+		for i := len(stack) - 1; i >= 0; i-- {
+			stack[i].ref.release()
+		}
+	}()
+	for i := 1; i < len(t.entries); i++ {
+		e := &t.entries[i]
+		slash := strings.LastIndexByte(e.Path, '/')
+		parent, name := e.Path[:slash], e.Path[slash+1:]
+		for len(stack) > 1 && stack[len(stack)-1].path != parent {
+			stack[len(stack)-1].ref.release()
+			stack = stack[:len(stack)-1]
+		}
+		top := stack[len(stack)-1]
+		if top.path != parent {
+			return fmt.Errorf("%w: %s is not in walk order", ErrBadManifest, EscapeName(e.Path))
+		}
+		switch {
+		case e.Type == TypeDir:
+			fd, err := openDirAt(top.fd, name)
+			if err != nil {
+				return fmt.Errorf("open restored %s: %w", EscapeName(e.Path), err)
+			}
+			stack = append(stack, newLevel(e.Path, fd))
+		case e.Type == TypeFile && t.sino[i] != 0:
+			dir, i := top.fd, i
+			top.ref.run(func(*[]byte) error {
+				var st unix.Stat_t
+				if unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+					return nil
+				}
+				now := entryOf(t.entries[i].Path, &st)
+				if sameMeta(&now, &t.entries[i]) {
+					now.SnapIno = t.sino[i]
+					t.rec[i] = now
+				}
+				return nil
+			})
+		}
+	}
+	return nil
 }
 
 // restoreTrees picks the trees to restore from manifest m and opens their
@@ -283,9 +413,43 @@ func (s *session) liveEntries(trees []restoreTree) ([]Entry, error) {
 	return w.entries, nil
 }
 
+// stager carries what staging several trees of one restore shares: the
+// pool, and hardlink groups (a group may span the store and a channel
+// store: its later names link to the first one made, in whichever
+// staging tree that is).
+type stager struct {
+	pool   *pool
+	roots  []int           // each staged tree's top folder, open until every tree is staged
+	groups map[int]groupAt // hardlink group -> its first restored name
+	pre    string          // the pre-restore snapshot ("" when live files are not reused)
+	preIdx map[string]*Entry
+}
+
+type groupAt struct {
+	root int    // index into roots
+	rel  string // path below that tree's top
+	sino uint64 // the snapshot inode its bytes are
+}
+
+func newStager() *stager {
+	return &stager{pool: newPool(), groups: map[int]groupAt{}}
+}
+
+// close waits for the pool and closes the trees' top folders.
+func (sg *stager) close() error {
+	err := sg.pool.wait()
+	for _, fd := range sg.roots {
+		closeFd(fd)
+	}
+	sg.roots = nil
+	return err
+}
+
 // stage copies tree t out of snapshot from into a new staging folder in
-// the worker's folder: new inodes (hardlinks kept within the tree), with
-// the manifest's owners, modes and times applied on descriptors.
+// the worker's folder: new inodes (hardlinks kept), with the manifest's
+// owners, modes and times applied on descriptors. One walker makes the
+// folders in manifest order; the files are linked or copied on the pool,
+// and a folder's own metadata is applied once its entries are made.
 //
 // With reuse, a regular file whose live inode is provably the one the
 // snapshot copied, untouched since (see reusable), is linked from the live
@@ -293,7 +457,7 @@ func (s *session) liveEntries(trees []restoreTree) ([]Entry, error) {
 // restored tree ends up the only owner of that inode. Live inodes are
 // never shared with a snapshot (take never links a live file), so this
 // never links a snapshot's inode into the store.
-func (s *session) stage(t *restoreTree, from string, reuse bool, progress func(int)) error {
+func (s *session) stage(sg *stager, t *restoreTree, from string, reuse bool, progress func(int)) error {
 	snap, err := openDirAt(s.snaps, from)
 	if err != nil {
 		return err
@@ -307,18 +471,22 @@ func (s *session) stage(t *restoreTree, from string, reuse bool, progress func(i
 		unix.Close(src)
 		return fmt.Errorf("make %s: %w", t.staging, err)
 	}
+	t.made = true
 	dst, err := openDirAt(s.wdir, t.staging)
 	if err != nil {
 		unix.Close(src)
 		return err
 	}
-	type level struct {
-		path     string
-		src, dst int
-		live     int // the same folder in the live tree; -1 if none (or not reusing)
-		e        *Entry
+	rootFd, err := openDirAt(s.wdir, t.staging)
+	if err != nil {
+		unix.Close(src)
+		unix.Close(dst)
+		return err
 	}
-	live, liveDev := -1, uint64(0)
+	ri := len(sg.roots)
+	sg.roots = append(sg.roots, rootFd)
+	t.sino = make([]uint64, len(t.entries))
+	live, liveDev, pre := -1, uint64(0), -1
 	if reuse {
 		if fd, err := openDirAt(t.parent, t.name); err == nil {
 			var st unix.Stat_t
@@ -328,35 +496,72 @@ func (s *session) stage(t *restoreTree, from string, reuse bool, progress func(i
 				unix.Close(fd)
 			}
 		}
-	}
-	stack := []level{{path: t.path, src: src, dst: dst, live: live, e: &t.entries[0]}}
-	var buf []byte
-	groups := map[int]string{} // hardlink group -> path within the tree
-	closeLevel := func(l level) error {
-		err := applyMeta(l.dst, l.e, l.e.Mtime)
-		unix.Close(l.src)
-		unix.Close(l.dst)
-		if l.live >= 0 {
-			unix.Close(l.live)
-		}
-		return err
-	}
-	fail := func(err error) error {
-		for i := len(stack) - 1; i >= 0; i-- {
-			unix.Close(stack[i].src)
-			unix.Close(stack[i].dst)
-			if stack[i].live >= 0 {
-				unix.Close(stack[i].live)
+		if sg.pre != "" {
+			if fd, err := openDirAt(s.snaps, sg.pre); err == nil {
+				if pfd, err := openPath(fd, t.path); err == nil {
+					pre = pfd
+				}
+				unix.Close(fd)
 			}
 		}
-		return err
 	}
+	type level struct {
+		path string
+		src  int
+		dst  int
+		live int // the same folder in the live tree; -1 if none (or not reusing)
+		pre  int // the same folder in the pre-restore snapshot; -1 if none (or not reusing)
+		ref  *dirRef
+	}
+	newLevel := func(path string, src, dst, live, pre int, e *Entry) level {
+		ref := sg.pool.newDirRef(func(failed bool) error {
+			var err error
+			if !failed {
+				if err = applyMeta(dst, e, e.Mtime); err != nil {
+					err = fmt.Errorf("restore %s: %w", EscapeName(path), err)
+				}
+			}
+			unix.Close(src)
+			unix.Close(dst)
+			closeFd(live)
+			closeFd(pre)
+			return err
+		})
+		return level{path: path, src: src, dst: dst, live: live, pre: pre, ref: ref}
+	}
+	// put restores entry i (a regular file) as name in level l: a link to
+	// the live file when that provably holds the snapshot's bytes, else a
+	// copy. It notes the snapshot inode the result holds.
+	put := func(l level, i int, name string, buf *[]byte) error {
+		e := &t.entries[i]
+		if l.live >= 0 {
+			if sino := reusable(l.live, l.pre, l.src, name, liveDev, e, sg.preIdx[e.Path]); sino != 0 && unix.Linkat(l.live, name, l.dst, name, 0) == nil {
+				t.sino[i] = sino
+				return nil
+			}
+		}
+		sino, err := restoreFile(l.src, l.dst, name, e, buf)
+		if err != nil {
+			return fmt.Errorf("restore %s: %w", EscapeName(e.Path), err)
+		}
+		t.sino[i] = sino
+		return nil
+	}
+	stack := []level{newLevel(t.path, src, dst, live, pre, &t.entries[0])}
+	defer func() {
+		for i := len(stack) - 1; i >= 0; i-- {
+			stack[i].ref.release()
+		}
+	}()
 	if t.path == home.SnapStoreDir {
 		if err := s.makeLocksMount(dst); err != nil {
-			return fail(err)
+			return err
 		}
 	}
 	for i := 1; i < len(t.entries); i++ {
+		if err := sg.pool.Err(); err != nil {
+			return err
+		}
 		e := &t.entries[i]
 		if progress != nil {
 			progress(1)
@@ -364,92 +569,112 @@ func (s *session) stage(t *restoreTree, from string, reuse bool, progress func(i
 		slash := strings.LastIndexByte(e.Path, '/')
 		parent, name := e.Path[:slash], e.Path[slash+1:]
 		for len(stack) > 1 && stack[len(stack)-1].path != parent {
-			if err := closeLevel(stack[len(stack)-1]); err != nil {
-				stack = stack[:len(stack)-1]
-				return fail(fmt.Errorf("restore %s: %w", EscapeName(parent), err))
-			}
+			stack[len(stack)-1].ref.release()
 			stack = stack[:len(stack)-1]
 		}
 		top := stack[len(stack)-1]
 		if top.path != parent {
-			return fail(fmt.Errorf("%w: snapshot %s: %s is not in walk order", ErrBadManifest, from, EscapeName(e.Path)))
+			return fmt.Errorf("%w: snapshot %s: %s is not in walk order", ErrBadManifest, from, EscapeName(e.Path))
 		}
 		switch e.Type {
 		case TypeDir:
 			if err := unix.Mkdirat(top.dst, name, 0o700); err != nil {
-				return fail(fmt.Errorf("restore %s: %w", EscapeName(e.Path), err))
+				return fmt.Errorf("restore %s: %w", EscapeName(e.Path), err)
 			}
 			d, err := openDirAt(top.dst, name)
 			if err != nil {
-				return fail(err)
+				return err
 			}
 			sfd, err := openDirAt(top.src, name)
 			if err != nil {
 				unix.Close(d)
-				return fail(fmt.Errorf("snapshot %s: %s: %w", from, EscapeName(e.Path), err))
+				return fmt.Errorf("snapshot %s: %s: %w", from, EscapeName(e.Path), err)
 			}
-			lfd := -1
+			lfd, pfd := -1, -1
 			if top.live >= 0 {
 				if fd, err := openDirAt(top.live, name); err == nil {
 					lfd = fd
 				}
 			}
-			stack = append(stack, level{path: e.Path, src: sfd, dst: d, live: lfd, e: e})
+			if top.pre >= 0 {
+				if fd, err := openDirAt(top.pre, name); err == nil {
+					pfd = fd
+				}
+			}
+			stack = append(stack, newLevel(e.Path, sfd, d, lfd, pfd, e))
 		case TypeSymlink:
 			if err := unix.Symlinkat(e.Target, top.dst, name); err != nil {
-				return fail(fmt.Errorf("restore %s: %w", EscapeName(e.Path), err))
+				return fmt.Errorf("restore %s: %w", EscapeName(e.Path), err)
 			}
 			if err := applyLinkMeta(top.dst, name, e); err != nil {
-				return fail(fmt.Errorf("restore %s: %w", EscapeName(e.Path), err))
+				return fmt.Errorf("restore %s: %w", EscapeName(e.Path), err)
 			}
 		case TypeFile:
-			if first, ok := groups[e.Group]; ok && e.Group != 0 {
-				if err := unix.Linkat(dst, first, top.dst, name, 0); err == nil {
+			if e.Group == 0 {
+				// The common case, on the pool.
+				l, i := top, i
+				top.ref.run(func(buf *[]byte) error { return put(l, i, name, buf) })
+				continue
+			}
+			// Hardlink groups in order, on the walker: the first name is
+			// made, the others link to it.
+			if g, ok := sg.groups[e.Group]; ok {
+				if unix.Linkat(sg.roots[g.root], g.rel, top.dst, name, 0) == nil {
+					t.sino[i] = g.sino
 					continue
 				}
 			}
-			if !(top.live >= 0 && reusable(top.live, name, liveDev, e) && unix.Linkat(top.live, name, top.dst, name, 0) == nil) {
-				if err := restoreFile(top.src, top.dst, name, e, &buf); err != nil {
-					return fail(fmt.Errorf("restore %s: %w", EscapeName(e.Path), err))
-				}
+			var buf []byte
+			if err := put(top, i, name, &buf); err != nil {
+				return err
 			}
-			if e.Group != 0 {
-				if _, ok := groups[e.Group]; !ok {
-					groups[e.Group] = e.Path[len(t.path)+1:]
-				}
+			if _, ok := sg.groups[e.Group]; !ok {
+				sg.groups[e.Group] = groupAt{root: ri, rel: e.Path[len(t.path)+1:], sino: t.sino[i]}
 			}
 		}
-	}
-	for len(stack) > 0 {
-		l := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if err := closeLevel(l); err != nil {
-			return fail(fmt.Errorf("restore %s: %w", EscapeName(l.path), err))
-		}
-	}
-	// dst was closed with the root level; sync through the worker folder.
-	if err := unix.Syncfs(s.wdir); err != nil {
-		return fmt.Errorf("sync restored tree: %w", err)
 	}
 	return nil
 }
 
-// reusable reports whether the live file name in dir is provably what
-// the snapshot holds for e: a regular file on the live tree's filesystem
-// with the same mode, owner, size and mtime, and the very inode and ctime
-// the snapshot recorded as its source. The kernel sets ctime on every
-// write, chmod, chown, link or unlink of an inode and no caller can set
-// it, so an equal ctime means the inode is untouched since that take.
-func reusable(dir int, name string, dev uint64, e *Entry) bool {
-	if e.Unstable || e.Ino == 0 {
-		return false
-	}
+// reusable reports whether the live file name in live provably holds
+// what the snapshot holds for e, so it can be linked into the restored
+// tree instead of copied, and returns the snapshot inode whose bytes it
+// holds (0: not reusable). It must be a regular file on the live tree's
+// filesystem with e's mode, owner, size and mtime, and either
+//
+//   - the very inode and ctime the snapshot recorded as its source (the
+//     kernel sets ctime on every write, chmod, chown, link or unlink and
+//     no caller can set it: an equal ctime means untouched since), or
+//   - the inode and ctime the pre-restore snapshot just recorded (pe),
+//     when that snapshot's copy (in pre) is the very inode the restored
+//     snapshot's copy (in src) is: snapshot inodes never change, so the
+//     bytes are the same. This is what makes a second restore (an undo)
+//     cheap, after the first gave every file a new ctime.
+func reusable(live, pre, src int, name string, dev uint64, e, pe *Entry) uint64 {
 	var st unix.Stat_t
-	if unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-		return false
+	if unix.Fstatat(live, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return 0
 	}
-	return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Dev == dev && st.Ino == e.Ino && st.Ctim.Nano() == e.Ctime &&
-		st.Mode&0o7777 == e.Mode && st.Uid == e.UID && st.Gid == e.GID && st.Size == e.Size && st.Mtim.Nano() == e.Mtime
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Dev != dev || st.Mode&0o7777 != e.Mode || st.Uid != e.UID ||
+		st.Gid != e.GID || st.Size != e.Size || st.Mtim.Nano() != e.Mtime {
+		return 0
+	}
+	var sst unix.Stat_t
+	if unix.Fstatat(src, name, &sst, unix.AT_SYMLINK_NOFOLLOW) != nil || sst.Mode&unix.S_IFMT != unix.S_IFREG {
+		return 0
+	}
+	if !e.Unstable && e.Ino != 0 && st.Ino == e.Ino && st.Ctim.Nano() == e.Ctime {
+		return sst.Ino
+	}
+	if pre < 0 || pe == nil || pe.Type != TypeFile || pe.Unstable || pe.Ino != st.Ino || pe.Ctime != st.Ctim.Nano() {
+		return 0
+	}
+	var pst unix.Stat_t
+	if unix.Fstatat(pre, name, &pst, unix.AT_SYMLINK_NOFOLLOW) != nil || pst.Mode&unix.S_IFMT != unix.S_IFREG ||
+		pst.Ino != sst.Ino || pst.Dev != sst.Dev {
+		return 0
+	}
+	return sst.Ino
 }
 
 // makeLocksMount makes the store's .locks mount point in a restored store:
@@ -486,34 +711,35 @@ func (s *session) makeLocksMount(dst int) error {
 	return nil
 }
 
-// restoreFile copies one snapshot file into a new inode of the staging tree.
-func restoreFile(src, dst int, name string, e *Entry, buf *[]byte) error {
+// restoreFile copies one snapshot file into a new inode of the staging
+// tree. It returns the snapshot file's inode.
+func restoreFile(src, dst int, name string, e *Entry, buf *[]byte) (uint64, error) {
 	if copyFault != nil {
 		if err := copyFault(e.Path); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	sfd, err := openRead(src, name)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer unix.Close(sfd)
 	var st unix.Stat_t
 	if err := unix.Fstat(sfd, &st); err != nil {
-		return err
+		return 0, err
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return fmt.Errorf("not a regular file in the snapshot")
+		return 0, fmt.Errorf("not a regular file in the snapshot")
 	}
 	dfd, err := unix.Openat(dst, name, openNewFlags, 0o600)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer unix.Close(dfd)
 	if err := copyData(sfd, dfd, st.Size, buf); err != nil {
-		return err
+		return 0, err
 	}
-	return applyMeta(dfd, e, e.Mtime)
+	return st.Ino, applyMeta(dfd, e, e.Mtime)
 }
 
 // openPath opens a folder below dir, one component at a time, never

@@ -260,7 +260,7 @@ func (s *session) cleanup() error {
 		return err
 	}
 	for _, n := range names {
-		if strings.HasPrefix(n, home.SnapPartialPrefix) {
+		if strings.HasPrefix(n, home.SnapPartialPrefix) || strings.HasPrefix(n, recordName+".tmp-") {
 			if err := removeAt(s.snaps, n); err != nil {
 				return fmt.Errorf("remove leftover %s: %w", n, err)
 			}
@@ -308,41 +308,6 @@ func (s *session) cleanup() error {
 // oldTreePrefix names, in .trash/, a store tree that a forced restore
 // replaced while a box was live.
 const oldTreePrefix = "old-"
-
-// removeAt deletes name in dir and everything below it, relative to
-// descriptors, never following a symlink.
-func removeAt(dir int, name string) error {
-	err := unix.Unlinkat(dir, name, 0)
-	if err == nil || err == unix.ENOENT {
-		return nil
-	}
-	if err != unix.EISDIR && err != unix.EPERM {
-		return err
-	}
-	fd, err := openDirAt(dir, name)
-	if err != nil {
-		if err == unix.ENOENT {
-			return nil
-		}
-		return err
-	}
-	names, err := readNames(fd, make([]byte, 32<<10), nil)
-	if err == nil {
-		for _, n := range names {
-			if err = removeAt(fd, n); err != nil {
-				break
-			}
-		}
-	}
-	unix.Close(fd)
-	if err != nil {
-		return err
-	}
-	if err := unix.Unlinkat(dir, name, unix.AT_REMOVEDIR); err != nil && err != unix.ENOENT {
-		return err
-	}
-	return nil
-}
 
 // root is one tree a snapshot holds: the store or a channel store.
 type root struct {
@@ -454,8 +419,9 @@ func (s *session) take(ctx context.Context, opt *Options, label string, force bo
 	if err != nil {
 		return nil, err
 	}
+	rec := s.readRecord()
 	if !force && res.Prev != "" {
-		changed, err := s.scan(roots, byPath, len(prev.Entries), opt.Progress)
+		changed, err := s.scan(roots, byPath, rec, res.Prev, opt.Progress)
 		if err != nil {
 			return nil, err
 		}
@@ -481,7 +447,7 @@ func (s *session) take(ctx context.Context, opt *Options, label string, force bo
 			removeAt(s.snaps, partial) // best effort; the next run cleans up too
 		}
 	}()
-	walk, err := s.build(roots, partial, res.Prev, byPath, opt.Progress)
+	walk, err := s.build(roots, partial, res.Prev, byPath, rec, opt.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -521,6 +487,10 @@ func (s *session) take(ctx context.Context, opt *Options, label string, force bo
 		return nil, err
 	}
 	ok = true
+	// The new manifest records the live inodes: a restore record has
+	// served its turn. (Left behind, it is harmless: a file matching the
+	// new manifest never consults it.)
+	s.dropRecord()
 	res.ID = id
 	res.Changes = changes
 	res.walked = walk.entries
@@ -537,12 +507,33 @@ func anyChange(cs []Change) bool {
 }
 
 // scan is the fast path: a stat walk compared with the previous manifest,
-// stopping at the first difference. It copies nothing.
-func (s *session) scan(roots []root, byPath map[string]*Entry, prevCount int, progress func(int)) (bool, error) {
+// stopping at the first difference. It copies nothing. With a restore
+// record it also opens the previous snapshot's folders, to check the
+// snapshot inodes the record names.
+func (s *session) scan(roots []root, byPath, rec map[string]*Entry, prevID string, progress func(int)) (bool, error) {
 	w := newWalker(byPath, false, false)
 	w.progress = progress
+	w.rec = rec
+	prevStore, prevChans := -1, -1
+	if rec != nil {
+		prevStore, prevChans = s.prevDirs(prevID)
+		defer closeFd(prevStore)
+		defer closeFd(prevChans)
+	}
 	for _, r := range roots {
-		if err := w.root(r.fd, r.path, r.store, -1, "", -1); err != nil {
+		prevRoot := -1
+		if r.store {
+			prevRoot = prevStore
+		} else if prevChans >= 0 {
+			if fd, err := openDirAt(prevChans, r.name); err == nil {
+				prevRoot = fd
+			}
+		}
+		err := w.root(r.fd, r.path, r.store, -1, "", prevRoot)
+		if !r.store {
+			closeFd(prevRoot)
+		}
+		if err != nil {
 			return false, err
 		}
 		if w.stop {
@@ -560,7 +551,7 @@ func (s *session) scan(roots []root, byPath map[string]*Entry, prevCount int, pr
 
 // build makes the snapshot tree in .partial-ID: one walker in order, the
 // per-file links and copies on a pool.
-func (s *session) build(roots []root, partial, prevID string, byPath map[string]*Entry, progress func(int)) (*walker, error) {
+func (s *session) build(roots []root, partial, prevID string, byPath, rec map[string]*Entry, progress func(int)) (*walker, error) {
 	if err := unix.Mkdirat(s.snaps, partial, 0o700); err != nil {
 		return nil, fmt.Errorf("make %s: %w", partial, err)
 	}
@@ -572,6 +563,7 @@ func (s *session) build(roots []root, partial, prevID string, byPath map[string]
 	prevStore, prevChans := s.prevDirs(prevID)
 	defer closeFd(prevChans)
 	w := newWalker(byPath, true, true)
+	w.rec = rec
 	w.snapFd = pfd
 	w.progress = progress
 	w.pool = newPool()

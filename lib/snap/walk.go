@@ -32,7 +32,8 @@ type walker struct {
 	stop  bool // scan: a difference was found
 
 	prev    map[string]*Entry
-	matched int // scan: previous entries met unchanged
+	rec     map[string]*Entry // the restore record (record.go); nil if none
+	matched int               // scan: previous entries met unchanged
 
 	entries  []Entry
 	dev      uint64
@@ -98,7 +99,8 @@ func (w *walker) root(src int, path string, skipLocks bool, dstParent int, dstNa
 	e := entryOf(path, &st)
 	w.add(e)
 	if !w.build {
-		return w.dir(src, -1, -1, path, skipLocks, 0, nil)
+		// prevRoot (for the restore record's checks) stays the caller's.
+		return w.dir(src, -1, prevRoot, path, skipLocks, 0, nil)
 	}
 	// prevRoot belongs to this tree's walk from here on.
 	if err := unix.Mkdirat(dstParent, dstName, 0o700); err != nil {
@@ -218,6 +220,11 @@ func (w *walker) entry(src, dst, prevDir int, path, name string, depth int, ref 
 			ref.run(func(buf *[]byte) error { return w.fileOp(src, dst, prevDir, name, idx, e, buf) })
 			return nil
 		}
+		if !w.build && w.rec != nil {
+			if ok, via := w.fromPrev(prevDir, name, &e); ok && via {
+				e.samePrev = true
+			}
+		}
 		if w.build {
 			if err := w.buildFile(src, dst, prevDir, name, &e, &st, &w.copyBuf); err != nil {
 				return err
@@ -261,8 +268,17 @@ func (w *walker) subdir(src, dst, prevDir int, rel, name string, e Entry, st *un
 		return nil
 	}
 	if !w.build {
-		err := w.dir(fd, -1, -1, rel, false, depth+1, nil)
+		pchild := -1
+		if prevDir >= 0 && w.rec != nil {
+			if p := w.prev[rel]; p != nil && p.Type == TypeDir {
+				if pfd, err := openDirAt(prevDir, name); err == nil {
+					pchild = pfd
+				}
+			}
+		}
+		err := w.dir(fd, -1, pchild, rel, false, depth+1, nil)
 		unix.Close(fd)
+		closeFd(pchild)
 		return err
 	}
 	if err := unix.Mkdirat(dst, name, 0o700); err != nil {
@@ -335,8 +351,9 @@ func (w *walker) buildFile(src, dst, prevDir int, name string, e *Entry, st *uni
 			e.Group = w.groups + 1 // claimed in entry() once the file is in
 		}
 	}
-	if p := w.prev[e.Path]; p != nil && prevDir >= 0 && sameContent(p, e) {
+	if ok, via := w.fromPrev(prevDir, name, e); ok {
 		if unix.Linkat(prevDir, name, dst, name, 0) == nil {
+			e.samePrev = via
 			return nil
 		}
 		// EMLINK (too many links) or the old copy is missing: copy instead.
@@ -352,15 +369,16 @@ func (w *walker) buildFile(src, dst, prevDir int, name string, e *Entry, st *uni
 func (w *walker) fileOp(src, dst, prevDir int, name string, idx int, e Entry, buf *[]byte) error {
 	for try := 1; ; try++ {
 		copied := true
-		if p := w.prev[e.Path]; p != nil && prevDir >= 0 && sameContent(p, &e) && unix.Linkat(prevDir, name, dst, name, 0) == nil {
+		if ok, via := w.fromPrev(prevDir, name, &e); ok && unix.Linkat(prevDir, name, dst, name, 0) == nil {
 			copied = false
+			e.samePrev = via
 		}
 		var err error
 		if copied {
 			err = copyFile(src, dst, name, &e, buf)
 		}
 		if err == nil {
-			if copied {
+			if copied || e.samePrev {
 				w.fix(fileFix{idx: idx, e: e})
 			}
 			return nil

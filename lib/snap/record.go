@@ -1,0 +1,128 @@
+package snap
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The restore record.
+//
+// A restore gives the store new names for its files (links from the live
+// tree, or new copies), and every new name or removed name bumps an
+// inode's ctime. Take trusts a live file to be unchanged only when its
+// inode and ctime are those its manifest recorded, so without more the
+// first take after a restore would copy every file again, and list each
+// as changed.
+//
+// So a restore ends by writing store-snapshots/.restored.jsonl: for every
+// regular file it restored, the live inode and ctime it ended with, and
+// the snapshot inode (sino) whose bytes that file holds. Snapshot inodes
+// never change. The next take (and diff) trusts a live file whose inode
+// and ctime still equal its record line, and links the previous
+// snapshot's copy when that copy is the very inode the line names (and
+// owner, mode, size and mtime agree): the bytes are provably the same.
+// Anything else is compared as usual. The first take that makes a
+// snapshot records the live inodes in its manifest and deletes the
+// record.
+//
+// The record is a cache written by the host into the root-only snapshot
+// folder: one that cannot be read is ignored (the take copies, as it
+// would have without one) and replaced or deleted by the next restore or
+// snapshot.
+
+// recordName is the restore record's name in store-snapshots/.
+const recordName = ".restored.jsonl"
+
+// LabelRecord is the label in a restore record's header.
+const LabelRecord = "restore-record"
+
+// readRecord returns the restore record's entries indexed by path, or nil
+// when there is none (or it cannot be used).
+func (s *session) readRecord() map[string]*Entry {
+	if s.snaps < 0 {
+		return nil
+	}
+	data, err := readFileAt(s.snaps, recordName)
+	if err != nil {
+		return nil
+	}
+	m, err := ParseManifest(data)
+	if err != nil || m.Header.Label != LabelRecord {
+		return nil
+	}
+	return index(m.Entries)
+}
+
+// dropRecord deletes the restore record once a snapshot has recorded the
+// live inodes itself.
+func (s *session) dropRecord() error {
+	err := unix.Unlinkat(s.snaps, recordName, 0)
+	if err == unix.ENOENT {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", recordName, err)
+	}
+	return unix.Fsync(s.snaps)
+}
+
+// writeRecord replaces the restore record (atomically, durably).
+func (s *session) writeRecord(from, pre string, at time.Time, entries []Entry) error {
+	m := &Manifest{Header: Header{Format: ManifestFormat, ID: from, TakenAt: at.UTC(), Label: LabelRecord, Prev: pre, Entries: len(entries)}, Entries: entries}
+	tmp := recordName + ".tmp-" + strconv.Itoa(os.Getpid())
+	unix.Unlinkat(s.snaps, tmp, 0)
+	fd, err := unix.Openat(s.snaps, tmp, openNewFlags, 0o600)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	_, err = m.WriteTo(f)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(s.snaps, tmp, s.snaps, recordName)
+	}
+	if err != nil {
+		unix.Unlinkat(s.snaps, tmp, 0)
+		return fmt.Errorf("write %s: %w", recordName, err)
+	}
+	return unix.Fsync(s.snaps)
+}
+
+// sameMeta reports whether two file entries agree on everything a reader
+// sees but the bytes: type, mode, owner, size and mtime.
+func sameMeta(a, b *Entry) bool {
+	return a.Type == b.Type && a.Mode == b.Mode && a.UID == b.UID && a.GID == b.GID && a.Size == b.Size && a.Mtime == b.Mtime
+}
+
+// fromPrev reports whether the previous snapshot's copy of live file e
+// (name in prevDir) holds e's bytes and metadata, so it can be linked:
+// the usual case (the manifest's inode and ctime match), or by the
+// restore record (viaRecord).
+func (w *walker) fromPrev(prevDir int, name string, e *Entry) (ok, viaRecord bool) {
+	p := w.prev[e.Path]
+	if p == nil || prevDir < 0 {
+		return false, false
+	}
+	if sameContent(p, e) {
+		return true, false
+	}
+	r := w.rec[e.Path]
+	if r == nil || r.SnapIno == 0 || r.Ino != e.Ino || r.Ctime != e.Ctime || e.Type != TypeFile ||
+		p.Unstable || !sameMeta(p, e) || !sameMeta(r, e) {
+		return false, false
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(prevDir, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Ino != r.SnapIno {
+		return false, false
+	}
+	return true, true
+}

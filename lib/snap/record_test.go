@@ -1,0 +1,207 @@
+package snap
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// snapInodes maps each regular file of a snapshot's store to its inode.
+func snapInodes(t *testing.T, w interface{ Snapshot(string) string }, id string) map[string]uint64 {
+	t.Helper()
+	out := map[string]uint64{}
+	root := filepath.Join(w.Snapshot(id), "store")
+	filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			rel, _ := filepath.Rel(root, p)
+			out[rel] = inode(t, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// After a restore every file has a new ctime (and most a new inode), yet
+// the next take copies none of the files the restore put back from a
+// snapshot: it links the snapshot copies those files provably hold (the
+// restore record), and lists only what the restore changed.
+func TestTakeAfterRestoreLinksInsteadOfCopying(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	s := w.Store()
+	for i := 0; i < 40; i++ {
+		write(t, filepath.Join(s, fmt.Sprintf("d%d/f%d", i%4, i)), fmt.Sprintf("file %d", i), 0o644)
+	}
+	o := opts(10)
+	a := take(t, w, o)
+	write(t, filepath.Join(s, "d1/f5"), "changed after a", 0o644)
+	os.Remove(filepath.Join(s, "d2/f6"))
+	write(t, filepath.Join(s, "d3/extra"), "new after a", 0o644)
+	b := take(t, w, o)
+
+	r, err := Restore(context.Background(), w, RestoreOptions{Options: o, From: a.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(w.Snapshots(), recordName)); err != nil {
+		t.Fatalf("no restore record after a restore: %v", err)
+	}
+	c := take(t, w, o)
+	if c.ID == "" {
+		t.Fatalf("take after the restore made no snapshot (the store differs from the pre-restore one)")
+	}
+	got := lines(mustRead(t, w.SnapshotChanges(c.ID)))
+	want := []string{"*deleting   store/d3/extra", ">f+++++++++ store/d2/f6", ">f.st...... store/d1/f5"}
+	for _, l := range want {
+		if !contains(got, l) {
+			t.Errorf("change list lacks %q", l)
+		}
+	}
+	for _, l := range got {
+		if strings.HasPrefix(l, ">f") && !contains(want, l) {
+			t.Errorf("change list has %q: a file the restore did not change", l)
+		}
+	}
+	// Every file of c but the two the restore changed (their bytes are
+	// a's, which the previous snapshot does not hold: copied) is an inode
+	// some earlier snapshot holds.
+	known := map[uint64]bool{}
+	for _, id := range []string{a.ID, b.ID, r.PreRestore} {
+		for _, ino := range snapInodes(t, w, id) {
+			known[ino] = true
+		}
+	}
+	for p, ino := range snapInodes(t, w, c.ID) {
+		if !known[ino] && p != "d1/f5" && p != "d2/f6" {
+			t.Errorf("%s was copied into a new inode after the restore", p)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(w.Snapshots(), recordName)); !os.IsNotExist(err) {
+		t.Errorf("restore record still there after a snapshot recorded the live inodes: %v", err)
+	}
+	if got, want := treeState(t, s), treeState(t, filepath.Join(w.Snapshot(c.ID), "store")); got != want {
+		t.Errorf("snapshot after restore differs from the store:\n%s\n---\n%s", got, want)
+	}
+}
+
+// A restore of the newest snapshot over an unchanged store changes no
+// byte: the takes after it find nothing changed (the record vouches for
+// the new ctimes), make no snapshot, and stay that way.
+func TestTakeAfterNoOpRestoreIsUnchanged(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	fillStore(t, w.Store(), "a")
+	o := opts(10)
+	a := take(t, w, o)
+	if _, err := Restore(context.Background(), w, RestoreOptions{Options: o, From: a.ID}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if r := take(t, w, o); !r.Unchanged || r.ID != "" {
+			t.Fatalf("take %d after a no-op restore: %+v, want unchanged", i, r)
+		}
+	}
+	// A change after it is still seen.
+	write(t, filepath.Join(w.Store(), "notes.md"), "edited", 0o644)
+	if r := take(t, w, o); r.Unchanged || r.ID == "" {
+		t.Fatalf("take after an edit: %+v, want a snapshot", r)
+	}
+}
+
+// The record vouches for an inode only while its ctime is the one
+// recorded: a file rewritten in place after the restore, same size and
+// mtime put back, is copied (its new bytes are in the snapshot).
+func TestTakeAfterRestoreCopiesAFileWrittenSince(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	p := filepath.Join(w.Store(), "data")
+	write(t, p, "AAAA", 0o644)
+	write(t, filepath.Join(w.Store(), "other"), "other", 0o644)
+	o := opts(10)
+	a := take(t, w, o)
+	write(t, filepath.Join(w.Store(), "other"), "other changed", 0o644)
+	take(t, w, o)
+	if _, err := Restore(context.Background(), w, RestoreOptions{Options: o, From: a.ID}); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(p)
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("BBBB"), 0)
+	f.Close()
+	os.Chtimes(p, fi.ModTime(), fi.ModTime())
+	c := take(t, w, o)
+	if c.ID == "" {
+		t.Fatal("no snapshot")
+	}
+	if got := string(mustRead(t, filepath.Join(w.Snapshot(c.ID), "store/data"))); got != "BBBB" {
+		t.Fatalf("snapshot holds %q, want the bytes written after the restore", got)
+	}
+}
+
+// A second restore (the undo) reuses the live files whose bytes the
+// target snapshot holds, though the first restore gave them new ctimes:
+// an unchanged file keeps its inode through restore and undo, and the
+// undo is identical to the original.
+func TestUndoRestoreReusesLiveFiles(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	fillStore(t, w.Store(), "a")
+	write(t, filepath.Join(w.Store(), "big/unchanged"), strings.Repeat("u", 100000), 0o644)
+	o := opts(10)
+	a := take(t, w, o)
+	fillStore(t, w.Store(), "b")
+	write(t, filepath.Join(w.Store(), "added"), "b only", 0o644)
+	before := treeState(t, w.Store())
+	take(t, w, o)
+	ino := inode(t, filepath.Join(w.Store(), "big/unchanged"))
+	r, err := Restore(context.Background(), w, RestoreOptions{Options: o, From: a.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := inode(t, filepath.Join(w.Store(), "big/unchanged")); got != ino {
+		t.Fatalf("restore copied an unchanged file (inode %d -> %d)", ino, got)
+	}
+	if _, err := Restore(context.Background(), w, RestoreOptions{Options: o, From: r.PreRestore}); err != nil {
+		t.Fatal(err)
+	}
+	if got := inode(t, filepath.Join(w.Store(), "big/unchanged")); got != ino {
+		t.Fatalf("the undo copied an unchanged file (inode %d -> %d)", ino, got)
+	}
+	if got := treeState(t, w.Store()); got != before {
+		t.Fatalf("undo differs from the original:\n%s\n---\n%s", got, before)
+	}
+}
+
+// A restore record that cannot be read is ignored: the take copies what
+// it cannot trust, the snapshot is right, and the record is gone after.
+func TestBadRestoreRecordIsIgnored(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	fillStore(t, w.Store(), "a")
+	o := opts(10)
+	a := take(t, w, o)
+	fillStore(t, w.Store(), "b")
+	take(t, w, o)
+	if _, err := Restore(context.Background(), w, RestoreOptions{Options: o, From: a.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(w.Snapshots(), recordName), []byte("{\"format\":1,garbage\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := take(t, w, o)
+	if c.ID == "" {
+		t.Fatal("no snapshot")
+	}
+	if got, want := treeState(t, w.Store()), treeState(t, filepath.Join(w.Snapshot(c.ID), "store")); got != want {
+		t.Fatalf("snapshot differs from the store")
+	}
+	if _, err := os.Stat(filepath.Join(w.Snapshots(), recordName)); !os.IsNotExist(err) {
+		t.Fatalf("bad record still there: %v", err)
+	}
+}

@@ -1,0 +1,175 @@
+package snap
+
+import (
+	"io"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// removeAt deletes name in dir and everything below it, relative to
+// descriptors, never following a symlink. A folder is emptied by one
+// walker that reads folders and a pool that unlinks (unlink calls in
+// different folders run in parallel); each folder is removed once its
+// entries are gone.
+func removeAt(dir int, name string) error {
+	err := unix.Unlinkat(dir, name, 0)
+	if err == nil || err == unix.ENOENT {
+		return nil
+	}
+	if err != unix.EISDIR && err != unix.EPERM {
+		return err
+	}
+	p := newPool()
+	werr := removeWalk(p, dir, name, nil)
+	if perr := p.wait(); werr == nil {
+		werr = perr
+	}
+	return werr
+}
+
+// removeWalk empties and removes folder name in dir. parent (nil at the
+// top) is the reference that keeps dir open; it is held until name is
+// removed.
+func removeWalk(p *pool, dir int, name string, parent *dirRef) error {
+	fd, err := openDirAt(dir, name)
+	if err == unix.ENOENT {
+		return nil
+	}
+	if err == unix.ENOTDIR || err == unix.ELOOP {
+		// Not a folder after all (a symlink to one): unlink the name.
+		if err := unix.Unlinkat(dir, name, 0); err != nil && err != unix.ENOENT {
+			return err
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if parent != nil {
+		parent.n.Add(1)
+	}
+	ref := p.newDirRef(func(failed bool) error {
+		unix.Close(fd)
+		var err error
+		if !failed {
+			if err = unix.Unlinkat(dir, name, unix.AT_REMOVEDIR); err == unix.ENOENT {
+				err = nil
+			}
+		}
+		if parent != nil {
+			parent.release()
+		}
+		return err
+	})
+	defer ref.release()
+	buf := make([]byte, 32<<10)
+	ents, err := readEntries(fd, buf)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if p.failed.Load() {
+			return p.Err()
+		}
+		if e.typ == unix.DT_DIR {
+			if err := removeWalk(p, fd, e.name, ref); err != nil {
+				return err
+			}
+			continue
+		}
+		n, typ := e.name, e.typ
+		ref.run(func(*[]byte) error {
+			err := unix.Unlinkat(fd, n, 0)
+			if err == unix.EISDIR && typ == unix.DT_UNKNOWN {
+				// A filesystem without d_type: this one is a folder.
+				return removeAtSerial(fd, n)
+			}
+			if err == unix.ENOENT {
+				return nil
+			}
+			return err
+		})
+	}
+	return nil
+}
+
+// removeAtSerial deletes name in dir and below, one call at a time.
+func removeAtSerial(dir int, name string) error {
+	err := unix.Unlinkat(dir, name, 0)
+	if err == nil || err == unix.ENOENT {
+		return nil
+	}
+	if err != unix.EISDIR && err != unix.EPERM {
+		return err
+	}
+	fd, err := openDirAt(dir, name)
+	if err != nil {
+		if err == unix.ENOENT {
+			return nil
+		}
+		return err
+	}
+	names, err := readNames(fd, make([]byte, 32<<10), nil)
+	if err == nil {
+		for _, n := range names {
+			if err = removeAtSerial(fd, n); err != nil {
+				break
+			}
+		}
+	}
+	unix.Close(fd)
+	if err != nil {
+		return err
+	}
+	if err := unix.Unlinkat(dir, name, unix.AT_REMOVEDIR); err != nil && err != unix.ENOENT {
+		return err
+	}
+	return nil
+}
+
+// dirent is one folder entry with its getdents type (DT_DIR, DT_REG, ...;
+// DT_UNKNOWN where the filesystem does not say).
+type dirent struct {
+	name string
+	typ  uint8
+}
+
+// readEntries lists a folder's entries with their types, from getdents64
+// (linux_dirent64: ino u64, off s64, reclen u16, type u8, name).
+func readEntries(fd int, buf []byte) ([]dirent, error) {
+	if _, err := unix.Seek(fd, 0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	var out []dirent
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return out, nil
+		}
+		for b := buf[:n]; len(b) >= 19; {
+			reclen := int(*(*uint16)(unsafe.Pointer(&b[16])))
+			if reclen < 19 || reclen > len(b) {
+				return nil, unix.EIO
+			}
+			typ := b[18]
+			nm := b[19:reclen]
+			for i, c := range nm {
+				if c == 0 {
+					nm = nm[:i]
+					break
+				}
+			}
+			if s := string(nm); s != "." && s != ".." {
+				out = append(out, dirent{name: s, typ: typ})
+			}
+			b = b[reclen:]
+		}
+	}
+}
