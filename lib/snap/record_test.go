@@ -205,3 +205,37 @@ func TestBadRestoreRecordIsIgnored(t *testing.T) {
 		t.Fatalf("bad record still there: %v", err)
 	}
 }
+
+// A hardlink between the store and a channel store (only the host can
+// make one) comes back from a restore as one inode with two names, as
+// the snapshot holds it.
+func TestRestoreKeepsHardlinksAcrossStoreAndChannelStore(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	ch, err := w.ChannelStore("slack:C01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(w.Store(), "shared.txt"), "one inode", 0o644)
+	os.MkdirAll(ch, 0o755)
+	if err := os.Link(filepath.Join(w.Store(), "shared.txt"), filepath.Join(ch, "shared.txt")); err != nil {
+		t.Fatal(err)
+	}
+	o := opts(10)
+	a := take(t, w, o)
+	if inode(t, filepath.Join(w.Snapshot(a.ID), "store/shared.txt")) != inode(t, filepath.Join(w.Snapshot(a.ID), "channel-stores/slack%3AC01/shared.txt")) {
+		t.Fatal("the snapshot does not keep the link")
+	}
+	os.Remove(filepath.Join(ch, "shared.txt"))
+	write(t, filepath.Join(ch, "shared.txt"), "two inodes now", 0o644)
+	take(t, w, o)
+	if _, err := Restore(context.Background(), w, RestoreOptions{Options: o, From: a.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if inode(t, filepath.Join(w.Store(), "shared.txt")) != inode(t, filepath.Join(ch, "shared.txt")) {
+		t.Fatal("restore made two files of one hardlinked inode")
+	}
+	if got := string(mustRead(t, filepath.Join(ch, "shared.txt"))); got != "one inode" {
+		t.Fatalf("channel store file holds %q", got)
+	}
+}
