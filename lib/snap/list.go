@@ -169,13 +169,17 @@ func Diff(ctx context.Context, w home.Worker, from, to string) ([]Change, error)
 		if err != nil {
 			return nil, err
 		}
+		// With a restore record, files a restore put back are compared
+		// by the snapshot inode they hold, not by their new ctime.
+		byPath := index(a.Entries)
 		wk := newWalker(nil, false, true)
-		for _, r := range roots {
-			if err := wk.root(r.fd, r.path, r.store, -1, "", -1); err != nil {
-				return nil, err
-			}
+		if wk.rec = s.readRecord(); wk.rec != nil {
+			wk.prev = byPath
 		}
-		cur = wk.entries
+		if err := s.walkRoots(wk, roots, fromID); err != nil {
+			return nil, err
+		}
+		return compareTrees(a.Entries, byPath, wk.entries, false, true), nil
 	}
 	return compareTrees(a.Entries, index(a.Entries), cur, false, to == ""), nil
 }

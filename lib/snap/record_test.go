@@ -239,3 +239,33 @@ func TestRestoreKeepsHardlinksAcrossStoreAndChannelStore(t *testing.T) {
 		t.Fatalf("channel store file holds %q", got)
 	}
 }
+
+// diff of the live store against the newest snapshot right after a
+// restore lists what the restore changed, not every file it put back.
+func TestDiffAfterRestoreListsOnlyRealChanges(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	for i := 0; i < 20; i++ {
+		write(t, filepath.Join(w.Store(), fmt.Sprintf("f%02d", i)), fmt.Sprintf("file %d", i), 0o644)
+	}
+	o := opts(10)
+	a := take(t, w, o)
+	write(t, filepath.Join(w.Store(), "f03"), "changed after a", 0o644)
+	take(t, w, o)
+	if _, err := Restore(context.Background(), w, RestoreOptions{Options: o, From: a.ID}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := Diff(context.Background(), w, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cs {
+		if c.Type == TypeFile {
+			got = append(got, c.Line())
+		}
+	}
+	if len(got) != 1 || got[0] != ">f.st...... store/f03" {
+		t.Fatalf("diff after restore lists %q, want only store/f03", got)
+	}
+}

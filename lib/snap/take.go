@@ -514,31 +514,11 @@ func (s *session) scan(roots []root, byPath, rec map[string]*Entry, prevID strin
 	w := newWalker(byPath, false, false)
 	w.progress = progress
 	w.rec = rec
-	prevStore, prevChans := -1, -1
-	if rec != nil {
-		prevStore, prevChans = s.prevDirs(prevID)
-		defer closeFd(prevStore)
-		defer closeFd(prevChans)
+	if err := s.walkRoots(w, roots, prevID); err != nil {
+		return false, err
 	}
-	for _, r := range roots {
-		prevRoot := -1
-		if r.store {
-			prevRoot = prevStore
-		} else if prevChans >= 0 {
-			if fd, err := openDirAt(prevChans, r.name); err == nil {
-				prevRoot = fd
-			}
-		}
-		err := w.root(r.fd, r.path, r.store, -1, "", prevRoot)
-		if !r.store {
-			closeFd(prevRoot)
-		}
-		if err != nil {
-			return false, err
-		}
-		if w.stop {
-			return true, nil
-		}
+	if w.stop {
+		return true, nil
 	}
 	n := 0
 	for _, e := range byPath {
