@@ -68,6 +68,10 @@ func removeWalk(p *pool, dir int, name string, parent *dirRef) error {
 	if err != nil {
 		return err
 	}
+	// Sub-folders on the walker; this folder's other entries in one
+	// operation: two goroutines unlinking in one folder only queue on its
+	// lock, in two folders they run side by side.
+	var files []dirent
 	for _, e := range ents {
 		if p.failed.Load() {
 			return p.Err()
@@ -78,17 +82,21 @@ func removeWalk(p *pool, dir int, name string, parent *dirRef) error {
 			}
 			continue
 		}
-		n, typ := e.name, e.typ
+		files = append(files, e)
+	}
+	if len(files) > 0 {
 		ref.run(func(*[]byte) error {
-			err := unix.Unlinkat(fd, n, 0)
-			if err == unix.EISDIR && typ == unix.DT_UNKNOWN {
-				// A filesystem without d_type: this one is a folder.
-				return removeAtSerial(fd, n)
+			for _, e := range files {
+				err := unix.Unlinkat(fd, e.name, 0)
+				if err == unix.EISDIR && e.typ == unix.DT_UNKNOWN {
+					// A filesystem without d_type: this one is a folder.
+					err = removeAtSerial(fd, e.name)
+				}
+				if err != nil && err != unix.ENOENT {
+					return err
+				}
 			}
-			if err == unix.ENOENT {
-				return nil
-			}
-			return err
+			return nil
 		})
 	}
 	return nil

@@ -512,6 +512,7 @@ func (s *session) stage(sg *stager, t *restoreTree, from string, reuse bool, pro
 		live int // the same folder in the live tree; -1 if none (or not reusing)
 		pre  int // the same folder in the pre-restore snapshot; -1 if none (or not reusing)
 		ref  *dirRef
+		jobs []int // files (entry indices) waiting to go to the pool as one operation
 	}
 	newLevel := func(path string, src, dst, live, pre int, e *Entry) level {
 		ref := sg.pool.newDirRef(func(failed bool) error {
@@ -547,9 +548,30 @@ func (s *session) stage(sg *stager, t *restoreTree, from string, reuse bool, pro
 		t.sino[i] = sino
 		return nil
 	}
+	// flush queues a folder's waiting files as one operation (see batch).
+	flush := func(l *level) {
+		if len(l.jobs) == 0 {
+			return
+		}
+		jobs, lv := l.jobs, *l
+		l.jobs = nil
+		l.ref.run(func(buf *[]byte) error {
+			for _, i := range jobs {
+				if sg.pool.failed.Load() {
+					return nil
+				}
+				p := t.entries[i].Path
+				if err := put(lv, i, p[strings.LastIndexByte(p, '/')+1:], buf); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
 	stack := []level{newLevel(t.path, src, dst, live, pre, &t.entries[0])}
 	defer func() {
 		for i := len(stack) - 1; i >= 0; i-- {
+			flush(&stack[i])
 			stack[i].ref.release()
 		}
 	}()
@@ -569,6 +591,7 @@ func (s *session) stage(sg *stager, t *restoreTree, from string, reuse bool, pro
 		slash := strings.LastIndexByte(e.Path, '/')
 		parent, name := e.Path[:slash], e.Path[slash+1:]
 		for len(stack) > 1 && stack[len(stack)-1].path != parent {
+			flush(&stack[len(stack)-1])
 			stack[len(stack)-1].ref.release()
 			stack = stack[:len(stack)-1]
 		}
@@ -612,8 +635,10 @@ func (s *session) stage(sg *stager, t *restoreTree, from string, reuse bool, pro
 		case TypeFile:
 			if e.Group == 0 {
 				// The common case, on the pool.
-				l, i := top, i
-				top.ref.run(func(buf *[]byte) error { return put(l, i, name, buf) })
+				l := &stack[len(stack)-1]
+				if l.jobs = append(l.jobs, i); len(l.jobs) >= batchSize {
+					flush(l)
+				}
 				continue
 			}
 			// Hardlink groups in order, on the walker: the first name is

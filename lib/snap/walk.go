@@ -53,6 +53,45 @@ type walker struct {
 	fixes []fileFix
 }
 
+// batch gathers one folder's single-link files for one pool operation:
+// two goroutines making names in one folder only queue on its lock; in
+// two folders they run side by side.
+type batch struct {
+	ref               *dirRef
+	src, dst, prevDir int
+	jobs              []fileJob
+}
+
+type fileJob struct {
+	name string
+	idx  int
+	e    Entry
+}
+
+// batchSize bounds a batch, so a huge folder still spreads over the pool.
+const batchSize = 256
+
+// flush queues b's files as one operation on the pool.
+func (w *walker) flush(b *batch) {
+	if len(b.jobs) == 0 {
+		return
+	}
+	jobs := b.jobs
+	b.jobs = nil
+	src, dst, prevDir := b.src, b.dst, b.prevDir
+	b.ref.run(func(buf *[]byte) error {
+		for _, j := range jobs {
+			if w.pool.failed.Load() {
+				return nil
+			}
+			if err := w.fileOp(src, dst, prevDir, j.name, j.idx, j.e, buf); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // fileFix is what a pooled file operation changed in its entry.
 type fileFix struct {
 	idx   int
@@ -144,6 +183,11 @@ func (w *walker) dir(src, dst, prevDir int, path string, skipLocks bool, depth i
 	if err != nil {
 		return fmt.Errorf("read folder %s: %w", EscapeName(path), err)
 	}
+	var b *batch
+	if ref != nil {
+		b = &batch{ref: ref, src: src, dst: dst, prevDir: prevDir}
+		defer w.flush(b)
+	}
 	sort.Strings(names)
 	for _, name := range names {
 		if skipLocks && name == home.StoreLocksName {
@@ -154,7 +198,7 @@ func (w *walker) dir(src, dst, prevDir int, path string, skipLocks bool, depth i
 		}
 		var err error
 		for try := 0; try < maxTries; try++ {
-			if err = w.entry(src, dst, prevDir, path, name, depth, ref); !errors.Is(err, errRaced) {
+			if err = w.entry(src, dst, prevDir, path, name, depth, b); !errors.Is(err, errRaced) {
 				break
 			}
 		}
@@ -172,7 +216,7 @@ func (w *walker) dir(src, dst, prevDir int, path string, skipLocks bool, depth i
 	return nil
 }
 
-func (w *walker) entry(src, dst, prevDir int, path, name string, depth int, ref *dirRef) error {
+func (w *walker) entry(src, dst, prevDir int, path, name string, depth int, b *batch) error {
 	var st unix.Stat_t
 	if err := unix.Fstatat(src, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		if err == unix.ENOENT {
@@ -217,7 +261,10 @@ func (w *walker) entry(src, dst, prevDir int, path, name string, depth int, ref 
 			// The common case goes to the pool; its entry is fixed up
 			// after if the copy learns more (or the file raced away).
 			idx := w.add(e)
-			ref.run(func(buf *[]byte) error { return w.fileOp(src, dst, prevDir, name, idx, e, buf) })
+			b.jobs = append(b.jobs, fileJob{name: name, idx: idx, e: e})
+			if len(b.jobs) >= batchSize {
+				w.flush(b)
+			}
 			return nil
 		}
 		if !w.build && w.rec != nil {
