@@ -17,6 +17,8 @@ func FuzzParseEntry(f *testing.F) {
 	f.Add([]byte(`{"path":"x","type":"f","size":9223372036854775808}`))
 	f.Add([]byte(`{"path":"x","type":"f","uid":4294967296}`))
 	f.Add([]byte(`{"path":"x","type":"f","size":+5,"mtime":-}`))
+	f.Add([]byte(`{"path":"store/r","type":"f","mode":"0600","uid":5,"gid":5,"size":9,"mtime":7,"ino":11,"ctime":12,"sino":18446744073709551615}`))
+	f.Add([]byte(`{"path":"store/r","type":"f","sino":-1}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		e, err := ParseEntry(line)
 		if err != nil {
