@@ -514,19 +514,7 @@ func (s *session) scan(roots []root, byPath, rec map[string]*Entry, prevID strin
 	w := newWalker(byPath, false, false)
 	w.progress = progress
 	w.rec = rec
-	if err := s.walkRoots(w, roots, prevID); err != nil {
-		return false, err
-	}
-	if w.stop {
-		return true, nil
-	}
-	n := 0
-	for _, e := range byPath {
-		if !special(e.Type) {
-			n++
-		}
-	}
-	return w.matched != n, nil
+	return s.scanParallel(w, roots, prevID)
 }
 
 // build makes the snapshot tree in .partial-ID: one walker in order, the
