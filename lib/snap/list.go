@@ -172,7 +172,7 @@ func Diff(ctx context.Context, w home.Worker, from, to string) ([]Change, error)
 		// With a restore record, files a restore put back are compared
 		// by the snapshot inode they hold, not by their new ctime.
 		byPath := index(a.Entries)
-		wk := newWalker(nil, false, true)
+		wk := newWalker(nil, false)
 		if wk.rec = s.readRecord(); wk.rec != nil {
 			wk.prev = byPath
 		}

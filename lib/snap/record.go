@@ -150,7 +150,7 @@ func (s *session) walkRoots(w *walker, roots []root, prevID string) error {
 		if !r.store {
 			closeFd(prevRoot)
 		}
-		if err != nil || w.stop {
+		if err != nil {
 			return err
 		}
 	}

@@ -395,7 +395,7 @@ func inTrees(es []Entry, trees []restoreTree) []Entry {
 
 // liveEntries walks the live trees a restore would replace.
 func (s *session) liveEntries(trees []restoreTree) ([]Entry, error) {
-	w := newWalker(nil, false, true)
+	w := newWalker(nil, false)
 	for _, t := range trees {
 		fd, err := openDirAt(t.parent, t.name)
 		if err == unix.ENOENT {

@@ -511,7 +511,7 @@ func anyChange(cs []Change) bool {
 // record it also opens the previous snapshot's folders, to check the
 // snapshot inodes the record names.
 func (s *session) scan(roots []root, byPath, rec map[string]*Entry, prevID string, progress func(int)) (bool, error) {
-	w := newWalker(byPath, false, false)
+	w := newWalker(byPath, false)
 	w.progress = progress
 	w.rec = rec
 	return s.scanParallel(w, roots, prevID)
@@ -530,7 +530,7 @@ func (s *session) build(roots []root, partial, prevID string, byPath, rec map[st
 	defer unix.Close(pfd)
 	prevStore, prevChans := s.prevDirs(prevID)
 	defer closeFd(prevChans)
-	w := newWalker(byPath, true, true)
+	w := newWalker(byPath, true)
 	w.rec = rec
 	w.snapFd = pfd
 	w.progress = progress

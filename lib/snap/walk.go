@@ -25,15 +25,13 @@ type devIno struct{ dev, ino uint64 }
 // never a path re-resolved from the top, never a symlink followed, never
 // another filesystem entered. In build mode it also makes the snapshot
 // tree beside the walk (linkat for unchanged files, a new inode for the
-// rest); in scan mode it only compares with the previous manifest.
+// rest); otherwise it only lists what it finds (diff, a restore's look
+// at the live tree). Take's "nothing changed" scan is scan.go's.
 type walker struct {
 	build bool
-	keep  bool // keep the entries (build and diff); scan mode may stop early
-	stop  bool // scan: a difference was found
 
-	prev    map[string]*Entry
-	rec     map[string]*Entry // the restore record (record.go); nil if none
-	matched int               // scan: previous entries met unchanged
+	prev map[string]*Entry
+	rec  map[string]*Entry // the restore record (record.go); nil if none
 
 	entries  []Entry
 	dev      uint64
@@ -100,26 +98,14 @@ type fileFix struct {
 	raced bool
 }
 
-func newWalker(prev map[string]*Entry, build, keep bool) *walker {
-	return &walker{build: build, keep: keep, prev: prev, links: map[devIno]int{}, namesBuf: make([]byte, 32<<10), snapFd: -1}
+func newWalker(prev map[string]*Entry, build bool) *walker {
+	return &walker{build: build, prev: prev, links: map[devIno]int{}, namesBuf: make([]byte, 32<<10), snapFd: -1}
 }
 
-// add records an entry and, in scan mode, compares it with the previous
-// manifest. It returns the entry's index (-1 when not kept).
+// add records an entry and returns its index.
 func (w *walker) add(e Entry) int {
 	if w.progress != nil {
 		w.progress(1)
-	}
-	if !w.build && !w.keep {
-		if !special(e.Type) {
-			p := w.prev[e.Path]
-			if p == nil || special(p.Type) || itemize(p, &e, false) != "" {
-				w.stop = true
-			} else {
-				w.matched++
-			}
-		}
-		return -1
 	}
 	w.entries = append(w.entries, e)
 	return len(w.entries) - 1
@@ -208,9 +194,6 @@ func (w *walker) dir(src, dst, prevDir int, path string, skipLocks bool, depth i
 		}
 		if err != nil {
 			return err
-		}
-		if w.stop {
-			return nil
 		}
 	}
 	return nil
@@ -310,10 +293,6 @@ func (w *walker) subdir(src, dst, prevDir int, rel, name string, e Entry, st *un
 		return errRaced
 	}
 	w.add(e)
-	if w.stop {
-		unix.Close(fd)
-		return nil
-	}
 	if !w.build {
 		pchild := -1
 		if prevDir >= 0 && w.rec != nil {
