@@ -142,3 +142,50 @@ func TestParseManifestInPiecesKeepsOrderAndLineNumbers(t *testing.T) {
 		t.Fatalf("short manifest error = %v", err)
 	}
 }
+
+// A copy that fails while a restore stages (on the pool, in the second
+// tree) fails the restore before its swap: the store and channel store are
+// untouched, no staging tree is left, and the next restore works.
+func TestRestoreFailingMidStageLeavesStoreUntouched(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	ch, _ := w.ChannelStore("slack:C1")
+	for i := 0; i < 200; i++ {
+		write(t, filepath.Join(w.Store(), fmt.Sprintf("d%d/f%d", i%7, i)), "A", 0o644)
+	}
+	write(t, filepath.Join(ch, "c"), "A", 0o644)
+	o := opts(10)
+	a := take(t, w, o)
+	for i := 0; i < 200; i++ {
+		write(t, filepath.Join(w.Store(), fmt.Sprintf("d%d/f%d", i%7, i)), "B!", 0o644)
+	}
+	write(t, filepath.Join(ch, "c"), "B!", 0o644)
+	take(t, w, o)
+	store, chans := treeState(t, w.Store()), treeState(t, ch)
+	copyFault = func(p string) error {
+		if p == "channel-stores/slack%3AC1/c" {
+			return errors.New("injected")
+		}
+		return nil
+	}
+	defer func() { copyFault = nil }()
+	if _, err := Restore(t.Context(), w, RestoreOptions{Options: o, From: a.ID}); err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("restore = %v, want the injected error", err)
+	}
+	copyFault = nil
+	if treeState(t, w.Store()) != store || treeState(t, ch) != chans {
+		t.Fatal("a failed restore changed the live trees")
+	}
+	names, _ := os.ReadDir(w.Dir)
+	for _, n := range names {
+		if strings.HasPrefix(n.Name(), ".restore-") {
+			t.Fatalf("staging tree %s left behind", n.Name())
+		}
+	}
+	if _, err := Restore(t.Context(), w, RestoreOptions{Options: o, From: a.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(mustRead(t, filepath.Join(ch, "c"))); got != "A" {
+		t.Fatalf("channel store after the second restore holds %q", got)
+	}
+}
