@@ -76,7 +76,13 @@ func removeWalk(p *pool, dir int, name string, parent *dirRef) error {
 		if p.failed.Load() {
 			return p.Err()
 		}
-		if e.typ == unix.DT_DIR {
+		dir := e.typ == unix.DT_DIR
+		if e.typ == unix.DT_UNKNOWN {
+			// A filesystem without d_type: ask.
+			var st unix.Stat_t
+			dir = unix.Fstatat(fd, e.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+		}
+		if dir {
 			if err := removeWalk(p, fd, e.name, ref); err != nil {
 				return err
 			}
@@ -87,51 +93,12 @@ func removeWalk(p *pool, dir int, name string, parent *dirRef) error {
 	if len(files) > 0 {
 		ref.run(func(*[]byte) error {
 			for _, e := range files {
-				err := unix.Unlinkat(fd, e.name, 0)
-				if err == unix.EISDIR && e.typ == unix.DT_UNKNOWN {
-					// A filesystem without d_type: this one is a folder.
-					err = removeAtSerial(fd, e.name)
-				}
-				if err != nil && err != unix.ENOENT {
+				if err := unix.Unlinkat(fd, e.name, 0); err != nil && err != unix.ENOENT {
 					return err
 				}
 			}
 			return nil
 		})
-	}
-	return nil
-}
-
-// removeAtSerial deletes name in dir and below, one call at a time.
-func removeAtSerial(dir int, name string) error {
-	err := unix.Unlinkat(dir, name, 0)
-	if err == nil || err == unix.ENOENT {
-		return nil
-	}
-	if err != unix.EISDIR && err != unix.EPERM {
-		return err
-	}
-	fd, err := openDirAt(dir, name)
-	if err != nil {
-		if err == unix.ENOENT {
-			return nil
-		}
-		return err
-	}
-	names, err := readNames(fd, make([]byte, 32<<10), nil)
-	if err == nil {
-		for _, n := range names {
-			if err = removeAtSerial(fd, n); err != nil {
-				break
-			}
-		}
-	}
-	unix.Close(fd)
-	if err != nil {
-		return err
-	}
-	if err := unix.Unlinkat(dir, name, unix.AT_REMOVEDIR); err != nil && err != unix.ENOENT {
-		return err
 	}
 	return nil
 }
