@@ -115,7 +115,7 @@ check no-mount '! mount -t tmpfs none /tmp'
 check nosuid-store 'test "$(~/store/suid-id -u)" = ` + strconv.Itoa(f.uid) + `'
 check store-mount-nosuid 'grep " /home/worker/store " /proc/self/mountinfo | grep -q nosuid'
 check env-exact 'test "$(env | cut -d= -f1 | grep -v "^PWD$\|^SHLVL$\|^_$" | sort | tr "\n" " ")" = "HOME PATH ROSTER_BRIEFING ROSTER_OUTBOX ROSTER_RUN ROSTER_TASK ROSTER_TASKS_FILE ROSTER_WORKER "'
-check pid1-reaper 'test "$(cat /proc/1/cmdline | tr "\0" " ")" = "/opt/roster/bin/roster-task box-init -- sh /home/worker/store/job.sh "'
+check pid1-reaper 'test "$(cat /proc/1/cmdline | tr "\0" " ")" = "/opt/roster/bin/roster-task box-init --status-fd=3 -- sh /home/worker/store/job.sh "'
 check store-writable 'echo hi > ~/store/made-in-box'
 check tools-on-path 'command -v roster-lock && command -v roster-task'
 check lock-works 'roster-lock store --shared -- true'
@@ -268,6 +268,27 @@ func TestAdhocRunPassesTheExitStatusAndIsRecorded(t *testing.T) {
 	rec := f.lastRun()
 	if rec.Kind != "adhoc" || rec.ExitCode == nil || *rec.ExitCode != 7 || rec.Ended != "error" || rec.Attested != "" {
 		t.Fatalf("record %+v", rec)
+	}
+}
+
+// A command killed by a signal is recorded with that signal, beside the
+// 128+N status roster-box exits with; one exiting 143 by choice is not.
+func TestAdhocRunKilledBySignalRecordsTheSignal(t *testing.T) {
+	f := newFixture(t, job, "")
+	code, _, errb := f.box("run", "dobby", "--", "sh", "-c", "kill -TERM $$")
+	if code != 143 {
+		t.Fatalf("exit %d, want 143: %s", code, errb)
+	}
+	rec := f.lastRun()
+	if rec.ExitCode == nil || *rec.ExitCode != 143 || rec.Signal != "SIGTERM" || rec.Ended != "error" {
+		t.Fatalf("record %+v", rec)
+	}
+	code, _, errb = f.box("run", "dobby", "--", "sh", "-c", "exit 143")
+	if code != 143 {
+		t.Fatalf("exit %d, want 143: %s", code, errb)
+	}
+	if rec := f.lastRun(); rec.Signal != "" {
+		t.Fatalf("a chosen exit 143 recorded as signal %q", rec.Signal)
 	}
 }
 

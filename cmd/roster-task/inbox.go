@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/roster-sh/roster/lib/box/reaper"
 	"github.com/roster-sh/roster/lib/cli"
@@ -144,13 +145,21 @@ func submit(env *cli.Env, a *outbox.Action) (*outbox.Outcome, error) {
 // box) before the command-line grammar is built: it is on the start path
 // of every box, and needs none of it.
 func init() {
-	if len(os.Args) > 2 && os.Args[1] == "box-init" && os.Args[2] == "--" && os.Getenv("ROSTER_OUTBOX") != "" {
-		os.Exit(boxInit(os.Stderr, os.Args[3:]))
+	if len(os.Args) > 2 && os.Args[1] == "box-init" && os.Getenv("ROSTER_OUTBOX") != "" {
+		rest, status := os.Args[2:], -1
+		if fd, ok := strings.CutPrefix(rest[0], "--status-fd="); ok && len(rest) > 1 {
+			if n, err := strconv.Atoi(fd); err == nil && n > 2 {
+				rest, status = rest[1:], n
+			}
+		}
+		if rest[0] == "--" {
+			os.Exit(boxInit(os.Stderr, rest[1:], status))
+		}
 	}
 }
 
-func boxInit(stderr io.Writer, args []string) int {
-	code, err := reaper.Run(args, os.Environ())
+func boxInit(stderr io.Writer, args []string, status int) int {
+	code, err := reaper.Run(args, os.Environ(), status)
 	if err != nil {
 		fmt.Fprintf(stderr, "roster-task: box-init: %s: %v\n", strconv.Quote(firstOr(args)), err)
 	}
@@ -159,7 +168,8 @@ func boxInit(stderr io.Writer, args []string) int {
 
 // InboxBoxInitCmd is the hidden pid 1 of every box.
 type InboxBoxInitCmd struct {
-	Command []string `arg:"" passthrough:"" help:"The command (after --)."`
+	StatusFD int      `name:"status-fd" default:"-1" hidden:"" help:"A descriptor on which to say how a signal ended the command."`
+	Command  []string `arg:"" passthrough:"" help:"The command (after --)."`
 }
 
 func (c *InboxBoxInitCmd) Run(env *cli.Env) error {
@@ -167,7 +177,7 @@ func (c *InboxBoxInitCmd) Run(env *cli.Env) error {
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
-	return &errs.Exit{Code: boxInit(env.Stderr, args)}
+	return &errs.Exit{Code: boxInit(env.Stderr, args, c.StatusFD)}
 }
 
 func firstOr(s []string) string {

@@ -39,6 +39,7 @@ type Box struct {
 	c       *libcontainer.Container
 	p       *libcontainer.Process
 	Started time.Time
+	status  *os.File // read end of pid 1's status pipe: how the command ended
 	// Console is the master side of the box's terminal (Stdio.Terminal);
 	// the caller reads the box's output from it, writes its input to it,
 	// and closes it.
@@ -114,16 +115,33 @@ func launch(ctx context.Context, s *Spec, briefing []byte, io Stdio, gate chan e
 		RemoveScratch(s.Run)
 		return nil, err
 	}
+	// pid 1 exits 128+N when a signal N killed the command, which the
+	// command could also have chosen: it says which on this pipe (its fd
+	// 3, close-on-exec inside the box, so the command never has it).
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		c.Destroy()
+		RemoveScratch(s.Run)
+		return nil, err
+	}
+	defer statusW.Close()
+	started := false
+	defer func() {
+		if !started {
+			statusR.Close()
+		}
+	}()
 	p := &libcontainer.Process{
-		Args:   append([]string{BoxBin + "/" + ReaperTool, "box-init", "--"}, s.Command...),
-		Env:    boxEnv(s),
-		UID:    s.UID,
-		GID:    s.UID,
-		Cwd:    BoxHome,
-		Stdin:  io.Stdin,
-		Stdout: io.Stdout,
-		Stderr: io.Stderr,
-		Init:   true,
+		Args:       append([]string{BoxBin + "/" + ReaperTool, "box-init", "--status-fd=3", "--"}, s.Command...),
+		ExtraFiles: []*os.File{statusW},
+		Env:        boxEnv(s),
+		UID:        s.UID,
+		GID:        s.UID,
+		Cwd:        BoxHome,
+		Stdin:      io.Stdin,
+		Stdout:     io.Stdout,
+		Stderr:     io.Stderr,
+		Init:       true,
 	}
 	var sock *os.File
 	if io.Terminal {
@@ -150,7 +168,8 @@ func launch(ctx context.Context, s *Spec, briefing []byte, io Stdio, gate chan e
 		RemoveScratch(s.Run)
 		return nil, fmt.Errorf("start box: %w", err)
 	}
-	b := &Box{spec: s, c: c, p: p, Started: time.Now()}
+	statusW.Close() // pid 1 holds the only write end now
+	b := &Box{spec: s, c: c, p: p, Started: time.Now(), status: statusR}
 	if sock != nil {
 		if b.Console, err = recvMaster(sock); err != nil {
 			_ = c.Signal(unix.SIGKILL)
@@ -160,6 +179,7 @@ func launch(ctx context.Context, s *Spec, briefing []byte, io Stdio, gate chan e
 			return nil, err
 		}
 	}
+	started = true
 	return b, nil
 }
 
@@ -185,12 +205,13 @@ func holdStoreShared(ctx context.Context, locks string) (func(), error) {
 // Exit is how the box's pid 1 ended.
 type Exit struct {
 	Code   int    // exit status (128+N when the command died of signal N)
-	Signal string // set when pid 1 itself was killed (the box was killed)
+	Signal string // the signal that killed the command, or pid 1 itself (the box was killed); "" if none
 }
 
 // Wait waits for pid 1 to end.
 func (b *Box) Wait() (Exit, error) {
 	st, err := b.p.Wait()
+	sig := b.readStatus()
 	if st == nil {
 		return Exit{Code: -1}, err
 	}
@@ -198,7 +219,28 @@ func (b *Box) Wait() (Exit, error) {
 	if ws.Signaled() {
 		return Exit{Code: 128 + int(ws.Signal()), Signal: unix.SignalName(ws.Signal())}, nil
 	}
-	return Exit{Code: ws.ExitStatus()}, nil
+	code := ws.ExitStatus()
+	if sig > 0 && code == 128+int(sig) {
+		return Exit{Code: code, Signal: unix.SignalName(sig)}, nil
+	}
+	return Exit{Code: code}, nil
+}
+
+// readStatus reads what pid 1 said on its status pipe once it has ended:
+// "signal N" when a signal killed the command (0 otherwise).
+func (b *Box) readStatus() syscall.Signal {
+	if b.status == nil {
+		return 0
+	}
+	defer func() { b.status.Close(); b.status = nil }()
+	b.status.SetReadDeadline(time.Now().Add(2 * time.Second))
+	buf := make([]byte, 64)
+	n, _ := io.ReadFull(b.status, buf)
+	var sig int
+	if _, err := fmt.Sscanf(string(buf[:n]), "signal %d\n", &sig); err != nil || sig <= 0 || sig >= 65 {
+		return 0
+	}
+	return syscall.Signal(sig)
 }
 
 // Pid is pid 1's host pid.

@@ -22,8 +22,8 @@ func init() {
 	if len(os.Args) > 1 && os.Args[1] == "init" {
 		libcontainer.Init()
 	}
-	if len(os.Args) > 2 && os.Args[1] == "box-init" && os.Args[2] == "--" {
-		code, err := reaper.Run(os.Args[3:], os.Environ())
+	if len(os.Args) > 3 && os.Args[1] == "box-init" && os.Args[2] == "--status-fd=3" && os.Args[3] == "--" {
+		code, err := reaper.Run(os.Args[4:], os.Environ(), 3)
 		if err != nil {
 			os.Stderr.WriteString("box-init: " + err.Error() + "\n")
 		}
@@ -98,5 +98,24 @@ func TestBoxExitStatusPassesThrough(t *testing.T) {
 	ex, out := runBox(t, testSpec(t, "sh", "-c", "echo hi; exit 7"))
 	if ex.Code != 7 || strings.TrimSpace(out) != "hi" {
 		t.Fatalf("exit %d, output %q", ex.Code, out)
+	}
+}
+
+// A command killed by a signal is told apart from one that chose the
+// same status: pid 1 says so on its status pipe, which the command itself
+// never holds.
+func TestBoxSignalledCommandIsReportedAsSignal(t *testing.T) {
+	needRoot(t)
+	ex, out := runBox(t, testSpec(t, "sh", "-c", "kill -TERM $$"))
+	if ex.Code != 143 || ex.Signal != "SIGTERM" {
+		t.Fatalf("killed by TERM: exit %+v, output %q", ex, out)
+	}
+	ex, out = runBox(t, testSpec(t, "sh", "-c", "exit 143"))
+	if ex.Code != 143 || ex.Signal != "" {
+		t.Fatalf("exit 143 by choice: exit %+v, output %q", ex, out)
+	}
+	ex, out = runBox(t, testSpec(t, "sh", "-c", "if [ -e /proc/$$/fd/3 ]; then echo has-fd-3; else echo no-fd-3; fi"))
+	if ex.Code != 0 || strings.TrimSpace(out) != "no-fd-3" {
+		t.Fatalf("the command holds pid 1's status pipe: exit %+v, output %q", ex, out)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -23,7 +24,14 @@ var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT
 	unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT, unix.SIGALRM}
 
 // Run runs args as the child and returns the exit status for pid 1.
-func Run(args []string, env []string) (int, error) {
+// status (-1: none) is a descriptor on which pid 1 says "signal N" when a
+// signal N killed the command: its exit status 128+N alone could also be
+// one the command chose. It is made close-on-exec, so the command never
+// holds it.
+func Run(args []string, env []string, status int) (int, error) {
+	if status >= 0 {
+		unix.CloseOnExec(status)
+	}
 	if len(args) == 0 {
 		return 2, errors.New("no command")
 	}
@@ -66,6 +74,9 @@ func Run(args []string, env []string) (int, error) {
 			}
 			if pid == child {
 				if ws.Signaled() {
+					if status >= 0 {
+						_, _ = unix.Write(status, []byte("signal "+strconv.Itoa(int(ws.Signal()))+"\n"))
+					}
 					return 128 + int(ws.Signal()), nil
 				}
 				return ws.ExitStatus(), nil
