@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +19,9 @@ import (
 // TestMain doubles as the child process the crash tests kill: with
 // SNAP_CHILD set it runs one take or restore and exits.
 func TestMain(m *testing.M) {
+	if n, err := strconv.ParseUint(os.Getenv("SNAP_NOFILE"), 10, 64); err == nil {
+		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: n, Max: n})
+	}
 	switch os.Getenv("SNAP_CHILD") {
 	case "":
 		os.Exit(m.Run())

@@ -15,7 +15,10 @@ import (
 // runs independent operations.
 //
 // The queue is bounded, so the walker never runs far ahead: the folders
-// it keeps open while their operations wait stay few.
+// it keeps open while their operations wait stay few (an operation is a
+// folder's batch of files; each keeps up to five descriptors open, so a
+// few per worker keep every worker busy and the whole well under a
+// 1024-descriptor limit).
 type pool struct {
 	ops    chan func(buf *[]byte) error
 	wg     sync.WaitGroup
@@ -40,7 +43,7 @@ func poolWorkers() int {
 
 func newPool() *pool {
 	n := poolWorkers()
-	p := &pool{ops: make(chan func(*[]byte) error, 64*n)}
+	p := &pool{ops: make(chan func(*[]byte) error, 4*n)}
 	p.wg.Add(n)
 	for i := 0; i < n; i++ {
 		go func() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -187,5 +188,36 @@ func TestRestoreFailingMidStageLeavesStoreUntouched(t *testing.T) {
 	}
 	if got := string(mustRead(t, filepath.Join(ch, "c"))); got != "A" {
 		t.Fatalf("channel store after the second restore holds %q", got)
+	}
+}
+
+// The pool keeps few folders open: with eight workers, a take and a
+// restore of a store of many folders work under a 256-descriptor limit.
+func TestTakeAndRestoreUnderLowDescriptorLimit(t *testing.T) {
+	needRoot(t)
+	dir := t.TempDir()
+	w := newWorker(t, dir)
+	for i := 0; i < 1200; i++ {
+		write(t, filepath.Join(w.Store(), fmt.Sprintf("a%03d/b/f%d", i%400, i)), "x", 0o644)
+	}
+	run := func(op, from string) {
+		t.Helper()
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "SNAP_CHILD="+op, "SNAP_HOME="+dir, "SNAP_FROM="+from, "SNAP_NOFILE=256", "GOMAXPROCS=8")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s under 256 descriptors: %v\n%s", op, err, out)
+		}
+	}
+	run("take", "")
+	ids, _ := IDs(w)
+	if len(ids) != 1 {
+		t.Fatalf("snapshots %v", ids)
+	}
+	for i := 0; i < 1200; i += 2 {
+		write(t, filepath.Join(w.Store(), fmt.Sprintf("a%03d/b/f%d", i%400, i)), "changed", 0o644)
+	}
+	run("restore", ids[0])
+	if got := string(mustRead(t, filepath.Join(w.Store(), "a000/b/f0"))); got != "x" {
+		t.Fatalf("restored file holds %q", got)
 	}
 }
