@@ -35,7 +35,7 @@ func TestEMLINKMakesAFreshCopyInsteadOfFailing(t *testing.T) {
 		}
 	}
 	o := opts(1000)
-	sawEMLINK := false
+	sawEMLINK, last := false, ""
 	for i := 0; i < 3; i++ {
 		write(t, filepath.Join(w.Store(), "counter"), fmt.Sprint(i), 0o644)
 		r := take(t, w, o) // fails the test on any error, EMLINK included
@@ -59,8 +59,32 @@ func TestEMLINKMakesAFreshCopyInsteadOfFailing(t *testing.T) {
 		if len(inodes) > 1 {
 			sawEMLINK = true
 		}
+		// A full inode gets one fresh copy that the later names link
+		// to, not a copy per name.
+		if len(inodes) > 2 {
+			t.Fatalf("take %d: the group's %d names are on %d inodes, want at most 2", i, names, len(inodes))
+		}
+		last = r.ID
 	}
 	if !sawEMLINK {
 		t.Fatal("no take ever reached the link limit: the test did not exercise EMLINK")
+	}
+	// The manifest keeps the source's one group: a restore gives back one
+	// inode with every name (the live group, still there, is not reused:
+	// its old names would count toward the limit).
+	write(t, filepath.Join(w.Store(), "counter"), "changed", 0o644)
+	if _, err := Restore(t.Context(), w, RestoreOptions{Options: o, From: last}); err != nil {
+		t.Fatal(err)
+	}
+	inodes := map[uint64]bool{}
+	for j := 0; j < names; j++ {
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join(g, fmt.Sprint("f", j)), &st); err != nil {
+			t.Fatal(err)
+		}
+		inodes[st.Ino] = true
+	}
+	if len(inodes) != 1 {
+		t.Fatalf("restored group is on %d inodes, want 1", len(inodes))
 	}
 }

@@ -1,6 +1,7 @@
 package snap
 
 import (
+	"fmt"
 	"io"
 	"unsafe"
 
@@ -21,7 +22,7 @@ func removeAt(dir int, name string) error {
 		return err
 	}
 	p := newPool()
-	werr := removeWalk(p, dir, name, nil)
+	werr := removeWalk(p, dir, name, nil, name)
 	if perr := p.wait(); werr == nil {
 		werr = perr
 	}
@@ -31,7 +32,8 @@ func removeAt(dir int, name string) error {
 // removeWalk empties and removes folder name in dir. parent (nil at the
 // top) is the reference that keeps dir open; it is held until name is
 // removed.
-func removeWalk(p *pool, dir int, name string, parent *dirRef) error {
+// path names it in errors.
+func removeWalk(p *pool, dir int, name string, parent *dirRef, path string) error {
 	fd, err := openDirAt(dir, name)
 	if err == unix.ENOENT {
 		return nil
@@ -55,6 +57,8 @@ func removeWalk(p *pool, dir int, name string, parent *dirRef) error {
 		if !failed {
 			if err = unix.Unlinkat(dir, name, unix.AT_REMOVEDIR); err == unix.ENOENT {
 				err = nil
+			} else if err != nil {
+				err = fmt.Errorf("remove folder %s: %w", EscapeName(path), err)
 			}
 		}
 		if parent != nil {
@@ -83,7 +87,7 @@ func removeWalk(p *pool, dir int, name string, parent *dirRef) error {
 			dir = unix.Fstatat(fd, e.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
 		}
 		if dir {
-			if err := removeWalk(p, fd, e.name, ref); err != nil {
+			if err := removeWalk(p, fd, e.name, ref, path+"/"+e.name); err != nil {
 				return err
 			}
 			continue
@@ -94,7 +98,7 @@ func removeWalk(p *pool, dir int, name string, parent *dirRef) error {
 		ref.run(func(*[]byte) error {
 			for _, e := range files {
 				if err := unix.Unlinkat(fd, e.name, 0); err != nil && err != unix.ENOENT {
-					return err
+					return fmt.Errorf("remove %s: %w", EscapeName(path+"/"+e.name), err)
 				}
 			}
 			return nil

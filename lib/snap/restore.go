@@ -157,8 +157,32 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 		}
 		return res, serr
 	}
+	// Every swap first, back to back (the store and its channel stores
+	// change together, as near as renames allow), then the old trees go.
+	olds := make([]bool, len(trees))
 	for i := range trees {
-		kept, err := s.swap(&trees[i], from, len(boxes) > 0)
+		old, err := s.swap(&trees[i])
+		if err != nil {
+			for j := i; j < len(trees); j++ {
+				removeAt(s.wdir, trees[j].staging) // never swapped in
+			}
+			if i > 0 {
+				var done []string
+				for _, t := range trees[:i] {
+					done = append(done, t.path)
+				}
+				err = errs.WithHint(fmt.Errorf("%w (%s restored, the rest not)", err, strings.Join(done, ", ")),
+					"undo with `roster-snap restore "+s.w.Name+" --from "+pre.ID+"`, or run the restore again")
+			}
+			return res, err
+		}
+		olds[i] = old
+	}
+	for i := range trees {
+		if !olds[i] {
+			continue
+		}
+		kept, err := s.dispose(&trees[i], len(boxes) > 0)
 		if err != nil {
 			return res, err
 		}
@@ -643,17 +667,24 @@ func (s *session) stage(sg *stager, t *restoreTree, from string, reuse bool, pro
 			}
 			// Hardlink groups in order, on the walker: the first name is
 			// made, the others link to it.
+			relead := false
 			if g, ok := sg.groups[e.Group]; ok {
 				if unix.Linkat(sg.roots[g.root], g.rel, top.dst, name, 0) == nil {
 					t.sino[i] = g.sino
 					continue
 				}
+				relead = true // EMLINK: this name's inode takes the later ones
 			}
+			// A group's first name is always a fresh copy (never the live
+			// inode, whose old names still count toward the link limit),
+			// so every name of the group fits on one inode.
 			var buf []byte
-			if err := put(top, i, name, &buf); err != nil {
-				return err
+			sino, err := restoreFile(top.src, top.dst, name, e, &buf)
+			if err != nil {
+				return fmt.Errorf("restore %s: %w", EscapeName(e.Path), err)
 			}
-			if _, ok := sg.groups[e.Group]; !ok {
+			t.sino[i] = sino
+			if _, ok := sg.groups[e.Group]; !ok || relead {
 				sg.groups[e.Group] = groupAt{root: ri, rel: e.Path[len(t.path)+1:], sino: t.sino[i]}
 			}
 		}
@@ -784,23 +815,27 @@ func openPath(dir int, path string) (int, error) {
 	return cur, nil
 }
 
-// swap puts the staged tree in place with one renameat2(RENAME_EXCHANGE)
-// and disposes of the old tree: deleted, or kept in .trash/ when a box
-// may still have it mounted. It returns the .trash name of a kept tree.
-func (s *session) swap(t *restoreTree, from string, boxLive bool) (string, error) {
-	err := unix.Renameat2(s.wdir, t.staging, t.parent, t.name, unix.RENAME_EXCHANGE)
+// swap puts the staged tree in place with one renameat2(RENAME_EXCHANGE);
+// the old tree is then at the staging name (old reports whether there was
+// one).
+func (s *session) swap(t *restoreTree) (old bool, err error) {
+	err = unix.Renameat2(s.wdir, t.staging, t.parent, t.name, unix.RENAME_EXCHANGE)
 	if err == unix.ENOENT {
 		err = unix.Renameat2(s.wdir, t.staging, t.parent, t.name, unix.RENAME_NOREPLACE)
 		if err == nil {
-			return "", syncBoth(s.wdir, t.parent)
+			return false, syncBoth(s.wdir, t.parent)
 		}
 	}
 	if err != nil {
-		return "", fmt.Errorf("swap the restored %s into place: %w", t.path, err)
+		return false, fmt.Errorf("swap the restored %s into place: %w", t.path, err)
 	}
-	if err := syncBoth(s.wdir, t.parent); err != nil {
-		return "", err
-	}
+	return true, syncBoth(s.wdir, t.parent)
+}
+
+// dispose deletes the old tree a swap left at the staging name, or keeps
+// it in .trash/ when a box may still have it mounted. It returns the
+// .trash name of a kept tree.
+func (s *session) dispose(t *restoreTree, boxLive bool) (string, error) {
 	if boxLive {
 		trash, err := s.trash()
 		if err != nil {
@@ -825,7 +860,8 @@ func (s *session) swap(t *restoreTree, from string, boxLive bool) (string, error
 		return name, syncBoth(s.wdir, trash)
 	}
 	if err := removeAt(s.wdir, t.staging); err != nil {
-		return "", fmt.Errorf("delete the old %s: %w", t.path, err)
+		return "", errs.WithHint(fmt.Errorf("delete the old %s (the restore itself is done): %w", t.path, err),
+			"remove what stops it (an immutable file: chattr -i), then run `roster-snap take "+s.w.Name+"`, which finishes deleting it")
 	}
 	return "", nil
 }

@@ -33,15 +33,16 @@ type walker struct {
 	prev map[string]*Entry
 	rec  map[string]*Entry // the restore record (record.go); nil if none
 
-	entries  []Entry
-	dev      uint64
-	links    map[devIno]int // hardlinked source inode -> index of its first entry
-	groups   int
-	raced    []Change // entries that kept changing identity under the walk
-	snapFd   int      // build: the .partial-ID folder
-	namesBuf []byte
-	copyBuf  []byte
-	progress func(int)
+	entries   []Entry
+	dev       uint64
+	links     map[devIno]int // hardlinked source inode -> index of its first entry
+	groups    int
+	raced     []Change // entries that kept changing identity under the walk
+	snapFd    int      // build: the .partial-ID folder
+	newLeader bool     // build: the file just made is its group's new snapshot inode (EMLINK)
+	namesBuf  []byte
+	copyBuf   []byte
+	progress  func(int)
 
 	// build: single-link files are linked or copied on the pool; what
 	// those operations learn comes back here, applied once the pool is
@@ -266,6 +267,10 @@ func (w *walker) entry(src, dst, prevDir int, path, name string, depth int, b *b
 			w.groups++
 			w.links[devIno{st.Dev, st.Ino}] = idx
 		}
+		if w.newLeader {
+			w.newLeader = false
+			w.links[devIno{st.Dev, st.Ino}] = idx
+		}
 		return nil
 	}
 	w.add(e) // FIFO, socket, device: listed, never opened
@@ -372,7 +377,12 @@ func (w *walker) buildFile(src, dst, prevDir int, name string, e *Entry, st *uni
 				e.Path = path
 				return nil
 			}
-			// EMLINK or the like: a fresh copy, outside the group.
+			// EMLINK (the snapshot's inode, shared with older snapshots,
+			// is full) or the like: a fresh copy, which the group's later
+			// names link to. The manifest keeps the source's one group.
+			e.Group = f.Group
+			w.newLeader = true
+			return copyFile(src, dst, name, e, buf)
 		} else {
 			e.Group = w.groups + 1 // claimed in entry() once the file is in
 		}
