@@ -37,7 +37,7 @@ func List(ctx context.Context, w home.Worker) ([]Info, error) {
 	}
 	out := make([]Info, 0, len(ids))
 	for i := len(ids) - 1; i >= 0; i-- {
-		h, err := s.header(ids[i])
+		h, err := s.checkShape(ids[i])
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v: %w", w.SnapshotManifest(ids[i]), err, ErrBadManifest)
 		}

@@ -387,3 +387,51 @@ func TestRestoreListsLiveSpecialFilesAsDeleted(t *testing.T) {
 		t.Fatalf("the restore kept the FIFO (%v): the list would be wrong", err)
 	}
 }
+
+// A manifest whose header reads but whose body is damaged (garbage
+// appended, a line replaced, the file cut short) makes prune refuse just
+// the same: nothing deleted, exit 14.
+func TestPruneRefusesAManifestDamagedBelowItsHeader(t *testing.T) {
+	needRoot(t)
+	damage := map[string]func(b []byte) []byte{
+		"appended": func(b []byte) []byte { return append(b, "garbage\n"...) },
+		"replaced": func(b []byte) []byte {
+			ls := strings.SplitAfter(string(b), "\n")
+			ls[1] = "garbage\n"
+			return []byte(strings.Join(ls, ""))
+		},
+		"cut": func(b []byte) []byte { return b[:len(b)-10] },
+		"line gone": func(b []byte) []byte {
+			ls := strings.SplitAfter(string(b), "\n")
+			return []byte(strings.Join(append(ls[:1], ls[2:]...), ""))
+		},
+	}
+	for name, f := range damage {
+		t.Run(name, func(t *testing.T) {
+			w := newWorker(t, t.TempDir())
+			o := opts(10)
+			var ids []string
+			for i := 0; i < 3; i++ {
+				write(t, filepath.Join(w.Store(), "f"), fmt.Sprint("gen ", i), 0o644)
+				ids = append(ids, take(t, w, o).ID)
+			}
+			for _, victim := range []string{ids[1], ids[2]} {
+				p := w.SnapshotManifest(victim)
+				b, _ := os.ReadFile(p)
+				good := append([]byte(nil), b...)
+				os.WriteFile(p, f(b), 0o600)
+				_, err := Prune(context.Background(), w, 1, o)
+				if !errors.Is(err, errs.ErrRefused) || !strings.Contains(err.Error(), victim) {
+					t.Fatalf("damaged %s: prune = %v, want a refusal naming it", victim, err)
+				}
+				if got, _ := IDs(w); len(got) != 3 {
+					t.Fatalf("prune deleted snapshots: %v", got)
+				}
+				os.WriteFile(p, good, 0o600)
+			}
+			if _, err := Prune(context.Background(), w, 1, o); err != nil {
+				t.Fatalf("prune of sound manifests: %v", err)
+			}
+		})
+	}
+}

@@ -692,7 +692,7 @@ func (s *session) prune(keep int) ([]string, error) {
 	newestOrdinary := ""
 	labels := make([]string, len(ids))
 	for i, id := range ids {
-		h, err := s.header(id)
+		h, err := s.checkShape(id)
 		if err != nil {
 			// Keeping "the newest N" is only sound when every snapshot can be
 			// read: an unreadable one could be counted as a restore point
@@ -780,4 +780,59 @@ func onlyEmptyRoots(entries []Entry) bool {
 		}
 	}
 	return true
+}
+
+// checkShape reads snapshot id's header and checks its manifest's shape
+// without parsing every entry: it ends with a newline, holds exactly the
+// header's count of entry lines, and each is one JSON object. Prune runs
+// it on every snapshot at each take, so it is a streaming scan; take, diff
+// and restore parse the manifests they use whole.
+func (s *session) checkShape(id string) (Header, error) {
+	h, err := s.header(id)
+	if err != nil {
+		return h, err
+	}
+	fd, err := openDirAt(s.snaps, id)
+	if err != nil {
+		return h, err
+	}
+	defer unix.Close(fd)
+	mfd, err := openRead(fd, home.SnapManifest)
+	if err != nil {
+		return h, err
+	}
+	f := os.NewFile(uintptr(mfd), home.SnapManifest)
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	lines, atStart, prev := 0, true, byte('\n')
+	for {
+		n, err := f.Read(buf)
+		for _, c := range buf[:n] {
+			if atStart && c != '{' {
+				return h, fmt.Errorf("line %d is not a JSON object", lines+1)
+			}
+			atStart = false
+			if c == '\n' {
+				if prev != '}' {
+					return h, fmt.Errorf("line %d is not a JSON object", lines+1)
+				}
+				lines++
+				atStart = true
+			}
+			prev = c
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return h, err
+		}
+	}
+	if prev != '\n' {
+		return h, fmt.Errorf("torn last line")
+	}
+	if lines != h.Entries+1 {
+		return h, fmt.Errorf("%d entry lines, the header says %d", lines-1, h.Entries)
+	}
+	return h, nil
 }
