@@ -73,8 +73,11 @@ func options(h home.Home, env *cli.Env, wait time.Duration) (snap.Options, error
 	for _, w := range org.Warnings {
 		env.Warn("%s", w)
 	}
-	if wait <= 0 {
-		wait = snap.DefaultWait
+	switch {
+	case wait < 0:
+		return snap.Options{}, errs.New(errs.ErrUsage, fmt.Sprintf("--wait %s: must not be negative", wait))
+	case wait == 0:
+		wait = snap.NoWait // one try, then exit 11
 	}
 	return snap.Options{Keep: org.Storage.Snapshots, MinFree: org.Storage.MinFree, Wait: wait}, nil
 }
@@ -261,8 +264,8 @@ func (c *DiffCmd) Run(g *cli.Globals, env *cli.Env) error {
 type RestoreCmd struct {
 	Worker  string        `arg:"" help:"The worker."`
 	List    bool          `name:"list" help:"List the snapshots instead (same as roster-snap ls)."`
-	From    string        `name:"from" placeholder:"ID" help:"The snapshot to restore: an id or unique prefix (default: the newest)."`
-	Channel string        `name:"channel" placeholder:"CHAN" help:"Restore only this channel's store."`
+	From    *string       `name:"from" placeholder:"ID" help:"The snapshot to restore: an id or unique prefix (default: the newest, which right after a restore is its pre-restore snapshot: running restore twice undoes it)."`
+	Channel *string       `name:"channel" placeholder:"CHAN" help:"Restore only this channel's store."`
 	DryRun  bool          `name:"dry-run" help:"Print the change list the restore would make; change nothing."`
 	Force   bool          `name:"force" help:"Restore even while a box of the worker is live (it keeps the old tree until it ends)."`
 	Wait    time.Duration `name:"wait" default:"60s" placeholder:"DUR" help:"Wait at most this long for the store lock, then exit 11."`
@@ -281,6 +284,21 @@ func (c *RestoreCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if c.List {
 		return list(g, env, c.Worker, c.JSON)
 	}
+	// Given but empty is a mistake (an unset variable in a script), never
+	// "the newest" or "every tree".
+	from, channel := "", ""
+	if c.From != nil {
+		if *c.From == "" {
+			return errs.New(errs.ErrUsage, "--from: empty snapshot id (leave --from out for the newest)")
+		}
+		from = *c.From
+	}
+	if c.Channel != nil {
+		if *c.Channel == "" {
+			return errs.New(errs.ErrUsage, "--channel: empty channel name (leave --channel out to restore every tree)")
+		}
+		channel = *c.Channel
+	}
 	h, w, err := worker(g, c.Worker)
 	if err != nil {
 		return err
@@ -295,7 +313,7 @@ func (c *RestoreCmd) Run(g *cli.Globals, env *cli.Env) error {
 	} else {
 		done = func() {}
 	}
-	r, err := snap.Restore(env.Ctx, w, snap.RestoreOptions{Options: opt, From: c.From, Channel: c.Channel, DryRun: c.DryRun, Force: c.Force})
+	r, err := snap.Restore(env.Ctx, w, snap.RestoreOptions{Options: opt, From: from, Channel: channel, DryRun: c.DryRun, Force: c.Force})
 	done()
 	if err != nil {
 		if r != nil && r.PreRestore != "" {
@@ -314,8 +332,8 @@ func (c *RestoreCmd) Run(g *cli.Globals, env *cli.Env) error {
 			Changes: len(r.Changes), Trashed: nonNil(r.Trashed)})
 	}
 	undo := fmt.Sprintf("roster-snap restore %s --from %s", c.Worker, r.PreRestore)
-	if c.Channel != "" {
-		undo += " --channel " + strconv.Quote(c.Channel)
+	if channel != "" {
+		undo += " --channel " + strconv.Quote(channel)
 	}
 	fmt.Fprintf(env.Stderr, "roster-snap: restored %s from snapshot %s; undo with `%s`\n", c.Worker, r.From, undo)
 	fmt.Fprintln(env.Stdout, r.PreRestore)
@@ -385,7 +403,7 @@ func (c *SweepCmd) Run(g *cli.Globals, env *cli.Env) error {
 // PruneCmd is `roster-snap prune`.
 type PruneCmd struct {
 	Worker string        `arg:"" help:"The worker."`
-	Keep   int           `name:"keep" default:"-1" placeholder:"N" help:"Snapshots to keep (default: store.snapshots from org.toml); the newest is always kept."`
+	Keep   *int          `name:"keep" placeholder:"N" help:"Snapshots to keep (default: store.snapshots from org.toml); the newest is always kept."`
 	Wait   time.Duration `name:"wait" default:"60s" placeholder:"DUR" help:"Wait at most this long for the store lock, then exit 11."`
 	JSON   bool          `name:"json" help:"One JSON object per pruned snapshot."`
 }
@@ -399,9 +417,12 @@ func (c *PruneCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	keep := c.Keep
-	if keep < 0 {
-		keep = opt.Keep
+	keep := opt.Keep
+	if c.Keep != nil {
+		if *c.Keep < 0 {
+			return errs.New(errs.ErrUsage, fmt.Sprintf("--keep %d: must be 0 or more", *c.Keep))
+		}
+		keep = *c.Keep
 	}
 	pruned, err := snap.Prune(env.Ctx, w, keep, opt)
 	for _, id := range pruned {

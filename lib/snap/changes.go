@@ -236,6 +236,9 @@ func compareTrees(prev []Entry, byPath map[string]*Entry, cur []Entry, quick, cu
 			p.seen = true
 		}
 		if special(e.Type) {
+			if quick && p != nil && special(p.Type) && p.Type != TypeOtherFS {
+				continue // a restore: the live one's *deleting line says what happens
+			}
 			tail = append(tail, Change{Op: OpSkip, Path: e.Path, Type: e.Type, Reason: TypeName(e.Type)})
 			continue
 		}

@@ -269,3 +269,28 @@ func TestDiffAfterRestoreListsOnlyRealChanges(t *testing.T) {
 		t.Fatalf("diff after restore lists %q, want only store/f03", got)
 	}
 }
+
+// A store folder that is gone is put back by a full restore (an empty one
+// stands for it in the pre-restore snapshot); take says how to get it back.
+func TestRestorePutsBackAGoneStore(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	write(t, filepath.Join(w.Store(), "a"), "kept", 0o644)
+	o := opts(10)
+	a := take(t, w, o)
+	if err := os.RemoveAll(w.Store()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Take(t.Context(), w, o); err == nil || !strings.Contains(err.Error(), "no store folder") {
+		t.Fatalf("take of a gone store = %v", err)
+	}
+	if _, err := Restore(t.Context(), w, RestoreOptions{Options: o, From: a.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(mustRead(t, filepath.Join(w.Store(), "a"))); got != "kept" {
+		t.Fatalf("restored store holds %q", got)
+	}
+	if fi, err := os.Stat(w.StoreLocksMount()); err != nil || !fi.IsDir() {
+		t.Fatalf("restored store lacks its .locks mount point: %v", err)
+	}
+}

@@ -110,6 +110,15 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 	if err := s.cleanup(); err != nil {
 		return nil, err
 	}
+	// A store folder that is gone is put back like a gone channel store:
+	// an empty one stands for it in the pre-restore snapshot (the undo).
+	for _, t := range trees {
+		if t.path == home.SnapStoreDir {
+			if err := unix.Mkdirat(s.wdir, home.SnapStoreDir, 0o700); err != nil && err != unix.EEXIST {
+				return nil, fmt.Errorf("make %s: %w", s.w.Store(), err)
+			}
+		}
+	}
 	pre, err := s.take(ctx, &opt.Options, LabelPreRestore, true)
 	if err != nil {
 		return nil, fmt.Errorf("pre-restore snapshot: %w", err)

@@ -435,3 +435,30 @@ func TestPruneRefusesAManifestDamagedBelowItsHeader(t *testing.T) {
 		})
 	}
 }
+
+// A FIFO both live and in the snapshot: a restore deletes the live one and
+// makes none, so its list says *deleting, and not also "skipped".
+func TestRestoreListsALiveFIFOOnceAsDeleted(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	write(t, filepath.Join(w.Store(), "f"), "one", 0o644)
+	if err := syscall.Mkfifo(filepath.Join(w.Store(), "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := opts(10)
+	a := take(t, w, o)
+	write(t, filepath.Join(w.Store(), "f"), "two", 0o644)
+	r, err := Restore(context.Background(), w, RestoreOptions{Options: o, From: a.ID, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, c := range r.Changes {
+		if strings.Contains(c.Path, "pipe") {
+			lines = append(lines, c.Line())
+		}
+	}
+	if len(lines) != 1 || lines[0] != "*deleting   store/pipe" {
+		t.Fatalf("the FIFO's lines: %q", lines)
+	}
+}

@@ -21,6 +21,9 @@ import (
 // DefaultWait is how long take, restore and prune wait for the store lock.
 const DefaultWait = 60 * time.Second
 
+// NoWait as Options.Wait tries the store lock once (--wait 0).
+const NoWait time.Duration = -3
+
 // Options tune take, restore and prune.
 type Options struct {
 	Keep     int           // store.snapshots: complete snapshots kept; 0 = take none
@@ -83,8 +86,11 @@ func open(ctx context.Context, w home.Worker, wait time.Duration) (*session, err
 	if wait == noLock {
 		return openUnlocked(w)
 	}
-	if wait == 0 {
+	switch wait {
+	case 0:
 		wait = DefaultWait
+	case NoWait:
+		wait = 0 // one try
 	}
 	locks, err := fsx.OpenDir(w.Locks())
 	if err != nil {
@@ -326,6 +332,10 @@ func (s *session) roots() ([]root, func(), error) {
 		}
 	}
 	fd, err := openDirAt(s.wdir, "store")
+	if err == unix.ENOENT {
+		return nil, done, errs.WithHint(fmt.Errorf("worker %q has no store folder (%s)", s.w.Name, s.w.Store()),
+			"`roster-snap restore "+s.w.Name+"` puts back the newest snapshot's")
+	}
 	if err != nil {
 		return nil, done, fmt.Errorf("open %s: %w", s.w.Store(), err)
 	}
