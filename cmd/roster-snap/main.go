@@ -23,6 +23,7 @@ import (
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/runs"
 	"github.com/roster-sh/roster/lib/snap"
 )
 
@@ -143,7 +144,19 @@ func (c *TakeCmd) Run(g *cli.Globals, env *cli.Env) error {
 	runDir := ""
 	if c.RunID != "" {
 		if !home.IsRunID(c.RunID) {
-			return errs.New(errs.ErrUsage, fmt.Sprintf("run %q: not a run id (YYYY-MM-DD-HH-MM-SS-xxxx)", c.RunID))
+			// A unique prefix names a run (layout.md), as everywhere; what
+			// cannot begin a run id is a usage error.
+			const sample = "2000-01-01-00-00-00-aaaa"
+			if len(c.RunID) > len(sample) || !home.IsRunID(c.RunID+sample[len(c.RunID):]) {
+				return errs.New(errs.ErrUsage, fmt.Sprintf("run %q: not a run id or the start of one (YYYY-MM-DD-HH-MM-SS-xxxx)", c.RunID))
+			}
+			ids, err := runs.IDs(w)
+			if err != nil {
+				return err
+			}
+			if c.RunID, err = home.Resolve("run", c.RunID, ids); err != nil {
+				return err
+			}
 		}
 		runDir = w.Run(c.RunID)
 		if fi, err := os.Stat(runDir); err != nil || !fi.IsDir() {
