@@ -66,7 +66,13 @@ type Header struct {
 const LabelPreRestore = "pre-restore"
 
 // ErrBadManifest is wrapped by every manifest decoding error.
-var ErrBadManifest = fmt.Errorf("bad manifest: %w", errs.ErrRefused)
+// It is a refusal (exit 14) without saying "refused" in the message.
+var ErrBadManifest error = badManifest{}
+
+type badManifest struct{}
+
+func (badManifest) Error() string        { return "bad manifest" }
+func (badManifest) Is(target error) bool { return target == errs.ErrRefused }
 
 // AppendEntry appends e's manifest line (without the newline) to b. Paths
 // and targets that are valid UTF-8 are JSON strings ("path", "target");

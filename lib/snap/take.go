@@ -217,11 +217,11 @@ func readFileAt(dir int, names ...string) ([]byte, error) {
 func (s *session) manifest(id string) (*Manifest, error) {
 	data, err := readFileAt(s.snaps, id, home.SnapManifest)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot %s: read manifest: %v: %w", id, err, errs.ErrRefused)
+		return nil, errs.New(errs.ErrRefused, fmt.Sprintf("snapshot %s: read manifest: %v", id, err))
 	}
 	m, err := ParseManifest(data)
 	if err != nil {
-		return nil, errs.WithHint(fmt.Errorf("%s: %v: %w", s.w.SnapshotManifest(id), err, errs.ErrRefused),
+		return nil, errs.WithHint(errs.New(errs.ErrRefused, fmt.Sprintf("%s: %v", s.w.SnapshotManifest(id), err)),
 			"move that snapshot folder out of store-snapshots/ (or delete it) to take snapshots again")
 	}
 	return m, nil
