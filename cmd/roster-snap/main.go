@@ -7,6 +7,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -60,6 +61,12 @@ func worker(g *cli.Globals, name string) (home.Home, home.Worker, error) {
 		return h, home.Worker{}, err
 	}
 	if err := home.ValidWorker(name); err != nil {
+		return h, home.Worker{}, err
+	}
+	// A spec that cannot be read sets the worker aside everywhere
+	// (layout.md): exit 14 naming it, as sweep does. (No spec at all is
+	// fine here: the snapshots need only the worker's folder.)
+	if _, err := config.LoadWorker(h, name); err != nil && errors.Is(err, errs.ErrRefused) {
 		return h, home.Worker{}, err
 	}
 	return h, h.Worker(name), nil
