@@ -41,18 +41,26 @@ type linkGroups struct {
 // groupsOf finds the groups of es: by the manifest's group numbers, or,
 // for a walk of the live trees (byIno), by inode number (a tree's walk
 // never leaves its filesystem, so equal numbers are one inode).
-func groupsOf(es []Entry, byIno bool) linkGroups {
+// perTree keeps each tree's names apart (rsync's view of one tree);
+// otherwise a group spans the store and its channel stores.
+func groupsOf(es []Entry, byIno, perTree bool) linkGroups {
+	tree := func(p string) string {
+		if perTree {
+			return linkTreeOf(p)
+		}
+		return ""
+	}
 	key := func(e *Entry) (linkKey, bool) {
 		if e.Type != TypeFile {
 			return linkKey{}, false
 		}
 		if byIno {
-			return linkKey{linkTreeOf(e.Path), e.Ino}, true
+			return linkKey{tree(e.Path), e.Ino}, true
 		}
 		if e.Group == 0 {
 			return linkKey{}, false
 		}
-		return linkKey{linkTreeOf(e.Path), uint64(e.Group)}, true
+		return linkKey{tree(e.Path), uint64(e.Group)}, true
 	}
 	var g linkGroups
 	first := map[linkKey]*Entry{}
@@ -125,6 +133,9 @@ func rsyncLess(a, b string) bool {
 // (prev) and new (cur) entries.
 type hardlinks struct {
 	prev, cur linkGroups
+	// prevAll and curAll group names across trees: a link between the
+	// store and a channel store changes the ctime too.
+	prevAll, curAll linkGroups
 	// later holds the line of every later name of a group in cur (nil:
 	// no line), keyed by its path.
 	later map[string]*Change
@@ -134,8 +145,9 @@ type hardlinks struct {
 // any. prevLive and curLive say that a list is a walk of the live trees
 // (groups by inode number) rather than a manifest.
 func newHardlinks(prev []Entry, byPath map[string]*Entry, cur []Entry, quick, prevLive, curLive bool) *hardlinks {
-	h := &hardlinks{prev: groupsOf(prev, prevLive), cur: groupsOf(cur, curLive)}
-	if h.prev.of == nil && h.cur.of == nil {
+	h := &hardlinks{prev: groupsOf(prev, prevLive, true), cur: groupsOf(cur, curLive, true),
+		prevAll: groupsOf(prev, prevLive, false), curAll: groupsOf(cur, curLive, false)}
+	if h.prevAll.of == nil && h.curAll.of == nil {
 		return nil
 	}
 	h.later = map[string]*Change{}
@@ -185,7 +197,7 @@ func newHardlinks(prev []Entry, byPath map[string]*Entry, cur []Entry, quick, pr
 // h may be nil (no groups on either side).
 func (h *hardlinks) itemize(p, e *Entry, quick bool) string {
 	if h != nil && !quick && p != nil && p.Type == TypeFile && e.Type == TypeFile &&
-		p.Ino == e.Ino && p.Ctime != e.Ctime && !sameNames(h.prev.names(p.Path), h.cur.names(e.Path)) {
+		p.Ino == e.Ino && p.Ctime != e.Ctime && !sameNames(h.prevAll.names(p.Path), h.curAll.names(e.Path)) {
 		q := *p
 		q.Ctime = e.Ctime
 		return itemize(&q, e, quick)

@@ -294,3 +294,27 @@ func TestRestorePutsBackAGoneStore(t *testing.T) {
 		t.Fatalf("restored store lacks its .locks mount point: %v", err)
 	}
 }
+
+// A link added between the store and a channel store changes the shared
+// inode's ctime; that alone is no change to the store's name of it.
+func TestLinkAcrossTreesIsNoContentChange(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	ch, _ := w.ChannelStore("c1")
+	write(t, filepath.Join(w.Store(), "shared"), "data", 0o644)
+	os.MkdirAll(ch, 0o755)
+	os.Link(filepath.Join(w.Store(), "shared"), filepath.Join(ch, "shared"))
+	take(t, w, opts(10))
+	if err := os.Link(filepath.Join(ch, "shared"), filepath.Join(ch, "shared2")); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := Diff(t.Context(), w, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if c.Path == "store/shared" {
+			t.Fatalf("diff lists %q for a link added in the channel store", c.Line())
+		}
+	}
+}
