@@ -22,10 +22,10 @@
 #     cp -al), restore 11.96/8.16 s (1.97/5.72x rsync into the store,
 #     0.29/0.57x rsync into an empty folder), peak 98/99 MB.
 #   now (per-file work on a pool, the parallel scan, the restore record;
-#     two runs, load 1.3-1.8): unchanged 0.36/0.64 s (0.05/0.10x rsync),
-#     1% 1.66/1.98 s (0.25/0.29x rsync, 1.03/1.16x cp -al), restore
-#     5.48/6.06 s (3.8/4.3x rsync into the store, 0.47/0.55x rsync into an
-#     empty folder), peak 103/113 MB. The restore is three passes over
+#     three runs, load 1.3-1.8): unchanged 0.36-0.64 s (0.05-0.10x rsync),
+#     1% 1.66-1.98 s (0.24-0.29x rsync, 1.03-1.16x cp -al), restore
+#     5.15-6.06 s (3.2-4.3x rsync into the store, 0.47-0.55x rsync into an
+#     empty folder), peak 102-113 MB. The restore is three passes over
 #     every name (the pre-restore snapshot's links, the staging tree's
 #     links, the old tree's unlinks) where rsync into the store stats each
 #     name twice and copies 1%: store.md's design (undo snapshot, a whole
