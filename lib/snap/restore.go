@@ -2,6 +2,7 @@ package snap
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -43,7 +44,11 @@ func (s *session) resolve(prefix string) (string, error) {
 	if prefix == "" {
 		return ids[len(ids)-1], nil
 	}
-	return home.Resolve("snapshot", prefix, ids)
+	id, err := home.Resolve("snapshot", prefix, ids)
+	if errors.Is(err, errs.ErrNotFound) {
+		err = errs.WithHint(err, "`roster-snap ls "+s.w.Name+"` lists the snapshots")
+	}
+	return id, err
 }
 
 // restoreTree is one live tree a restore replaces.
@@ -366,7 +371,19 @@ func (s *session) restoreTrees(m *Manifest, channel string) ([]restoreTree, func
 	for i := range trees {
 		t := &trees[i]
 		if len(t.entries) == 0 || t.entries[0].Path != t.path || t.entries[0].Type != TypeDir {
-			return nil, done, errs.New(errs.ErrNotFound, fmt.Sprintf("snapshot %s has no %s", m.Header.ID, t.path))
+			var held []string
+			for _, e := range m.Entries {
+				if rest, ok := strings.CutPrefix(e.Path, home.SnapChannelStoresDir+"/"); ok && !strings.Contains(rest, "/") {
+					if ch, err := home.DecodeChannel(rest); err == nil {
+						held = append(held, strconv.Quote(ch))
+					}
+				}
+			}
+			hint := "it holds no channel store"
+			if len(held) > 0 {
+				hint = "it holds the channel stores of " + strings.Join(held, ", ")
+			}
+			return nil, done, errs.WithHint(errs.New(errs.ErrNotFound, fmt.Sprintf("snapshot %s has no %s", m.Header.ID, t.path)), hint)
 		}
 		if t.path == home.SnapStoreDir {
 			t.parent, t.name = s.wdir, home.SnapStoreDir
