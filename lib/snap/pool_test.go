@@ -9,6 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/roster-sh/roster/lib/errs"
 )
 
 // A file that disappears while the pool copies it is left out of the
@@ -219,5 +223,47 @@ func TestTakeAndRestoreUnderLowDescriptorLimit(t *testing.T) {
 	run("restore", ids[0])
 	if got := string(mustRead(t, filepath.Join(w.Store(), "a000/b/f0"))); got != "x" {
 		t.Fatalf("restored file holds %q", got)
+	}
+}
+
+// A store nested exactly maxDepth folders deep is snapshot; one level
+// more fails the take with a short message and a hint, keeping nothing.
+func TestDepthLimit(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	fd, err := unix.Open(w.Store(), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < maxDepth; i++ { // relative to descriptors: paths this long defeat PATH_MAX
+		if err := unix.Mkdirat(fd, "d", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		next, err := unix.Openat(fd, "d", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd = next
+	}
+	unix.Close(fd)
+	if r := take(t, w, opts(10)); r.ID == "" {
+		t.Fatal("no snapshot of a tree maxDepth deep")
+	}
+	// One more level.
+	fd, _ = unix.Open(w.Store(), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	for i := 0; i < maxDepth; i++ {
+		next, _ := unix.Openat(fd, "d", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		unix.Close(fd)
+		fd = next
+	}
+	unix.Mkdirat(fd, "d", 0o755)
+	unix.Close(fd)
+	_, err = Take(t.Context(), w, opts(10))
+	if err == nil || !strings.Contains(err.Error(), "nested deeper than 1000 levels") || len(err.Error()) > 300 {
+		t.Fatalf("take of a tree one level too deep = %v", err)
+	}
+	if errs.HintOf(err) == "" {
+		t.Fatal("no hint")
 	}
 }

@@ -172,8 +172,8 @@ func (sc *scanner) dir(fd, prev int, path string, skipLocks bool, depth int) err
 		if st.Dev != sc.dev {
 			continue // another filesystem's mount point: special, never counted
 		}
-		if depth+1 >= maxDepth {
-			return fmt.Errorf("%s: folders nested deeper than %d levels; refusing to walk further", EscapeName(rel), maxDepth)
+		if depth+1 > maxDepth {
+			return tooDeep(rel)
 		}
 		sub, err := openDirAt(fd, de.name)
 		if err != nil {

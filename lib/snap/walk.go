@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/home"
 )
 
@@ -16,6 +17,17 @@ import (
 // hostile store nested deeper fails the take with a clear error instead of
 // exhausting descriptors.
 const maxDepth = 1000
+
+// tooDeep is the error for a folder below maxDepth levels, naming it by
+// the start and end of its path.
+func tooDeep(rel string) error {
+	p := EscapeName(rel)
+	if len(p) > 120 {
+		p = p[:60] + "..." + p[len(p)-50:]
+	}
+	return errs.WithHint(fmt.Errorf("folders nested deeper than %d levels (at %s); refusing to walk further", maxDepth, p),
+		"flatten that part of the store (the walk keeps descriptors open for every level)")
+}
 
 // devIno names a source inode.
 type devIno struct{ dev, ino uint64 }
@@ -217,8 +229,8 @@ func (w *walker) entry(src, dst, prevDir int, path, name string, depth int, b *b
 			w.add(e)
 			return nil
 		}
-		if depth+1 >= maxDepth {
-			return fmt.Errorf("%s: folders nested deeper than %d levels; refusing to walk further", EscapeName(rel), maxDepth)
+		if depth+1 > maxDepth {
+			return tooDeep(rel)
 		}
 		return w.subdir(src, dst, prevDir, rel, name, e, &st, depth)
 	case TypeSymlink:
