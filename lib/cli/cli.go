@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -115,6 +116,12 @@ func MainEnv(env *Env, grammar any, args []string, opts ...kong.Option) (code in
 	var globals *Globals
 	if g, ok := grammar.(hasGlobals); ok {
 		globals = g.globals()
+	}
+	// `PROG help [VERB...]` is `PROG [VERB...] --help`, as the roster
+	// wrapper and git take it, in a program with commands and none named
+	// help.
+	if len(args) > 0 && args[0] == "help" && helpVerbFree(grammar) {
+		args = append(append([]string{}, args[1:]...), "--help")
 	}
 	dump := os.Getenv("ROSTER_DUMP_GRAMMAR") == "1"
 	if !dump && len(opts) == 0 {
@@ -228,4 +235,28 @@ func DumpGrammar(w io.Writer, n *kong.Node) {
 	for _, l := range lines {
 		fmt.Fprintln(w, l)
 	}
+}
+
+// helpVerbFree reports whether grammar's top level has commands and none
+// of them is called help.
+func helpVerbFree(grammar any) bool {
+	v := reflect.ValueOf(grammar)
+	for v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return false
+	}
+	cmds := false
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Type().Field(i)
+		if _, ok := f.Tag.Lookup("cmd"); !ok {
+			continue
+		}
+		cmds = true
+		if f.Tag.Get("name") == "help" || (f.Tag.Get("name") == "" && strings.EqualFold(f.Name, "help")) {
+			return false
+		}
+	}
+	return cmds
 }

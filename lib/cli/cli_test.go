@@ -129,3 +129,31 @@ func TestDumpGrammar(t *testing.T) {
 		}
 	}
 }
+
+// `PROG help [VERB]` is `PROG [VERB] --help` in a program with commands;
+// a grammar without commands keeps "help" as its argument.
+func TestHelpVerb(t *testing.T) {
+	code, out, errb := run("help")
+	if code != 0 || !strings.Contains(out, "Usage: roster-x <command>") {
+		t.Fatalf("help: exit %d\n%s%s", code, out, errb)
+	}
+	code, out, errb = run("help", "fail")
+	if code != 0 || !strings.Contains(out, "Usage: roster-x fail <kind>") {
+		t.Fatalf("help fail: exit %d\n%s%s", code, out, errb)
+	}
+	var o, e bytes.Buffer
+	code = MainEnv(&Env{Name: "roster-y", Stdout: &o, Stderr: &e, Stdin: strings.NewReader("")}, &flat{}, []string{"help"})
+	if code != 0 || o.String() != "arg help\n" {
+		t.Fatalf("no commands: exit %d, %q %q", code, o.String(), e.String())
+	}
+}
+
+type flat struct {
+	Globals
+	Name string `arg:""`
+}
+
+func (f *flat) Run(env *Env) error {
+	fmt.Fprintf(env.Stdout, "arg %s\n", f.Name)
+	return nil
+}
