@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -41,16 +40,6 @@ type CLI struct {
 }
 
 func main() {
-	// ROSTER_SNAP_CPUPROFILE=FILE writes a CPU profile of the whole run
-	// (for bench/snap.sh and go tool pprof; not documented to users).
-	if p := os.Getenv("ROSTER_SNAP_CPUPROFILE"); p != "" {
-		if f, err := os.Create(p); err == nil && pprof.StartCPUProfile(f) == nil {
-			code := cli.Main("roster-snap", &CLI{}, os.Args[1:])
-			pprof.StopCPUProfile()
-			f.Close()
-			os.Exit(code)
-		}
-	}
 	os.Exit(cli.Main("roster-snap", &CLI{}, os.Args[1:]))
 }
 

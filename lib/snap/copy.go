@@ -209,24 +209,16 @@ func readlinkat(dir int, name string, size int64) (string, error) {
 }
 
 // readNames lists a folder's entries (without "." and "..") from its
-// descriptor, with getdents.
+// descriptor, appended to names.
 func readNames(fd int, buf []byte, names []string) ([]string, error) {
-	if _, err := unix.Seek(fd, 0, io.SeekStart); err != nil {
+	ents, err := readEntries(fd, buf)
+	if err != nil {
 		return nil, err
 	}
-	for {
-		n, err := unix.ReadDirent(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if n <= 0 {
-			return names, nil
-		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+	for _, e := range ents {
+		names = append(names, e.name)
 	}
+	return names, nil
 }
 
 func statMode(st *unix.Stat_t) byte {

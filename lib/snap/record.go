@@ -131,25 +131,13 @@ func (w *walker) fromPrev(prevDir int, name string, e *Entry) (ok, viaRecord boo
 // build), stopping where a scan stops. With a restore record it opens
 // snapshot prevID's folders beside the walk, for the record's checks.
 func (s *session) walkRoots(w *walker, roots []root, prevID string) error {
-	prevStore, prevChans := -1, -1
-	if w.rec != nil {
-		prevStore, prevChans = s.prevDirs(prevID)
-		defer closeFd(prevStore)
-		defer closeFd(prevChans)
-	}
 	for _, r := range roots {
 		prevRoot := -1
-		if r.store {
-			prevRoot = prevStore
-		} else if prevChans >= 0 {
-			if fd, err := openDirAt(prevChans, r.name); err == nil {
-				prevRoot = fd
-			}
+		if w.rec != nil {
+			prevRoot = s.prevTree(prevID, r)
 		}
 		err := w.root(r.fd, r.path, r.store, -1, "", prevRoot)
-		if !r.store {
-			closeFd(prevRoot)
-		}
+		closeFd(prevRoot)
 		if err != nil {
 			return err
 		}

@@ -29,19 +29,11 @@ type scanner struct {
 // anything differs from the previous manifest (w.prev, w.rec).
 func (s *session) scanParallel(w *walker, roots []root, prevID string) (bool, error) {
 	sc := &scanner{w: w, p: newPool(), buf: make([]byte, 32<<10)}
-	prevStore, prevChans := -1, -1
-	if w.rec != nil {
-		prevStore, prevChans = s.prevDirs(prevID)
-	}
 	err := func() error {
 		for _, r := range roots {
 			prevRoot := -1
-			if r.store {
-				prevRoot, prevStore = prevStore, -1
-			} else if prevChans >= 0 {
-				if fd, err := openDirAt(prevChans, r.name); err == nil {
-					prevRoot = fd
-				}
+			if w.rec != nil {
+				prevRoot = s.prevTree(prevID, r) // sc.dir owns it
 			}
 			// The root's descriptor stays the caller's: dup it for the walk.
 			fd, err := unix.Dup(r.fd)
@@ -67,8 +59,6 @@ func (s *session) scanParallel(w *walker, roots []root, prevID string) (bool, er
 		}
 		return nil
 	}()
-	closeFd(prevStore)
-	closeFd(prevChans)
 	if perr := sc.p.wait(); err == nil {
 		err = perr
 	}

@@ -1,6 +1,7 @@
 package snap
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -227,30 +228,6 @@ func (s *session) manifest(id string) (*Manifest, error) {
 	return m, nil
 }
 
-// label reads only a snapshot's header line for its label.
-func (s *session) header(id string) (Header, error) {
-	fd, err := openDirAt(s.snaps, id)
-	if err != nil {
-		return Header{}, err
-	}
-	defer unix.Close(fd)
-	mfd, err := openRead(fd, home.SnapManifest)
-	if err != nil {
-		return Header{}, err
-	}
-	defer unix.Close(mfd)
-	buf := make([]byte, 4096)
-	n, err := unix.Pread(mfd, buf, 0)
-	if err != nil {
-		return Header{}, err
-	}
-	line := buf[:n]
-	if i := strings.IndexByte(string(line), '\n'); i >= 0 {
-		line = line[:i]
-	}
-	return ParseHeader(line)
-}
-
 // liveBoxes reports whether a box of the worker may be running.
 func (s *session) liveBoxes() bool {
 	live, err := runs.LiveBoxes(s.w)
@@ -366,24 +343,22 @@ func (s *session) roots() ([]root, func(), error) {
 	return rs, done, nil
 }
 
-// prevDirs opens the previous snapshot's store and channel-stores folders.
-func (s *session) prevDirs(id string) (store, chans int) {
-	store, chans = -1, -1
+// prevTree opens root r's tree in snapshot id (a new descriptor the
+// caller owns); -1 when there is no such snapshot or tree.
+func (s *session) prevTree(id string, r root) int {
 	if id == "" {
-		return
+		return -1
 	}
 	snap, err := openDirAt(s.snaps, id)
 	if err != nil {
-		return
+		return -1
 	}
 	defer unix.Close(snap)
-	if fd, err := openDirAt(snap, home.SnapStoreDir); err == nil {
-		store = fd
+	fd, err := openPath(snap, r.path)
+	if err != nil {
+		return -1
 	}
-	if fd, err := openDirAt(snap, home.SnapChannelStoresDir); err == nil {
-		chans = fd
-	}
-	return
+	return fd
 }
 
 // Take snapshots worker w's store and channel stores (store.md, steps
@@ -538,8 +513,6 @@ func (s *session) build(roots []root, partial, prevID string, byPath, rec map[st
 		return nil, err
 	}
 	defer unix.Close(pfd)
-	prevStore, prevChans := s.prevDirs(prevID)
-	defer closeFd(prevChans)
 	w := newWalker(byPath, true)
 	w.rec = rec
 	w.snapFd = pfd
@@ -549,26 +522,22 @@ func (s *session) build(roots []root, partial, prevID string, byPath, rec map[st
 	defer func() { closeFd(chans) }()
 	err = func() error {
 		for _, r := range roots {
+			// The previous snapshot's copy of the tree: the walk owns it.
+			prevRoot := s.prevTree(prevID, r)
 			if r.store {
-				err := w.root(r.fd, r.path, true, pfd, home.SnapStoreDir, prevStore)
-				prevStore = -1 // the walk closes it
-				if err != nil {
+				if err := w.root(r.fd, r.path, true, pfd, home.SnapStoreDir, prevRoot); err != nil {
 					return err
 				}
 				continue
 			}
 			if chans < 0 {
 				if err := unix.Mkdirat(pfd, home.SnapChannelStoresDir, 0o700); err != nil {
+					closeFd(prevRoot)
 					return err
 				}
 				if chans, err = openDirAt(pfd, home.SnapChannelStoresDir); err != nil {
+					closeFd(prevRoot)
 					return err
-				}
-			}
-			prevRoot := -1
-			if prevChans >= 0 {
-				if fd, err := openDirAt(prevChans, r.name); err == nil {
-					prevRoot = fd
 				}
 			}
 			if err := w.root(r.fd, r.path, false, chans, r.name, prevRoot); err != nil {
@@ -577,7 +546,6 @@ func (s *session) build(roots []root, partial, prevID string, byPath, rec map[st
 		}
 		return nil
 	}()
-	closeFd(prevStore)
 	// Every queued operation finishes (or is skipped after a failure)
 	// before the folders they use are closed.
 	if perr := w.pool.wait(); err == nil {
@@ -795,54 +763,58 @@ func onlyEmptyRoots(entries []Entry) bool {
 // checkShape reads snapshot id's header and checks its manifest's shape
 // without parsing every entry: it ends with a newline, holds exactly the
 // header's count of entry lines, and each is one JSON object. Prune runs
-// it on every snapshot at each take, so it is a streaming scan; take, diff
-// and restore parse the manifests they use whole.
+// it on every snapshot after each take, so it maps the file (one open, no
+// copy) and finds line ends with IndexByte; take, diff and restore parse
+// the manifests they use whole.
 func (s *session) checkShape(id string) (Header, error) {
-	h, err := s.header(id)
-	if err != nil {
-		return h, err
-	}
 	fd, err := openDirAt(s.snaps, id)
 	if err != nil {
-		return h, err
+		return Header{}, err
 	}
-	defer unix.Close(fd)
 	mfd, err := openRead(fd, home.SnapManifest)
+	unix.Close(fd)
+	if err != nil {
+		return Header{}, err
+	}
+	defer unix.Close(mfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(mfd, &st); err != nil {
+		return Header{}, err
+	}
+	if st.Size == 0 {
+		return Header{}, fmt.Errorf("%w: empty", ErrBadManifest)
+	}
+	data, err := unix.Mmap(mfd, 0, int(st.Size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return Header{}, err
+	}
+	defer unix.Munmap(data)
+	return shapeOf(data)
+}
+
+// shapeOf is checkShape on a manifest's bytes.
+func shapeOf(data []byte) (Header, error) {
+	nl := bytes.IndexByte(data, '\n')
+	if nl < 0 {
+		return Header{}, fmt.Errorf("%w: no header line", ErrBadManifest)
+	}
+	h, err := ParseHeader(data[:nl])
 	if err != nil {
 		return h, err
 	}
-	f := os.NewFile(uintptr(mfd), home.SnapManifest)
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	lines, atStart, prev := 0, true, byte('\n')
-	for {
-		n, err := f.Read(buf)
-		for _, c := range buf[:n] {
-			if atStart && c != '{' {
-				return h, fmt.Errorf("line %d is not a JSON object", lines+1)
-			}
-			atStart = false
-			if c == '\n' {
-				if prev != '}' {
-					return h, fmt.Errorf("line %d is not a JSON object", lines+1)
-				}
-				lines++
-				atStart = true
-			}
-			prev = c
+	lines := 0
+	for rest := data[nl+1:]; len(rest) > 0; lines++ {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			return h, fmt.Errorf("%w: torn last line", ErrBadManifest)
 		}
-		if err == io.EOF {
-			break
+		if i < 2 || rest[0] != '{' || rest[i-1] != '}' {
+			return h, fmt.Errorf("%w: line %d is not a JSON object", ErrBadManifest, lines+2)
 		}
-		if err != nil {
-			return h, err
-		}
+		rest = rest[i+1:]
 	}
-	if prev != '\n' {
-		return h, fmt.Errorf("torn last line")
-	}
-	if lines != h.Entries+1 {
-		return h, fmt.Errorf("%d entry lines, the header says %d", lines-1, h.Entries)
+	if lines != h.Entries {
+		return h, fmt.Errorf("%w: %d entry lines, the header says %d", ErrBadManifest, lines, h.Entries)
 	}
 	return h, nil
 }
