@@ -133,8 +133,7 @@ func special(t byte) bool {
 // for cur: nothing a reader could see has changed, and the source inode
 // and its ctime are the same (so neither bytes nor metadata were touched).
 func sameContent(prev, cur *Entry) bool {
-	return prev.Type == cur.Type && prev.Mode == cur.Mode && prev.UID == cur.UID && prev.GID == cur.GID &&
-		prev.Size == cur.Size && prev.Mtime == cur.Mtime && prev.Target == cur.Target &&
+	return sameMeta(prev, cur) && prev.Target == cur.Target &&
 		prev.Ino == cur.Ino && prev.Ctime == cur.Ctime && !prev.Unstable
 }
 

@@ -737,8 +737,7 @@ func reusable(live, pre, src int, name string, dev uint64, e, pe *Entry) uint64 
 	if unix.Fstatat(live, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 		return 0
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Dev != dev || st.Mode&0o7777 != e.Mode || st.Uid != e.UID ||
-		st.Gid != e.GID || st.Size != e.Size || st.Mtim.Nano() != e.Mtime {
+	if now := entryOf(e.Path, &st); st.Dev != dev || e.Type != TypeFile || !sameMeta(&now, e) {
 		return 0
 	}
 	var sst unix.Stat_t
