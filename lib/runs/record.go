@@ -34,6 +34,14 @@ type Cost struct {
 	WallSeconds     float64 `json:"wall_seconds"`
 	CPUSeconds      float64 `json:"cpu_seconds"`
 	MemoryPeakBytes uint64  `json:"memory_peak_bytes"`
+
+	// Model usage, measured by the run's gateway (docs/gateway.md).
+	ModelCalls       int      `json:"model_calls"`
+	InputTokens      int64    `json:"input_tokens"`
+	OutputTokens     int64    `json:"output_tokens"`
+	CacheReadTokens  int64    `json:"cache_read_tokens"`
+	CacheWriteTokens int64    `json:"cache_write_tokens"`
+	USD              *float64 `json:"usd,omitempty"` // when every call was priced
 }
 
 // ActionRecord is one action a run asked for and what became of it.
@@ -49,25 +57,27 @@ type ActionRecord struct {
 // when the run starts and replaced when it ends. Nothing in it is written by
 // the worker; it is all computed from what happened.
 type Record struct {
-	Format    int            `json:"format"`
-	ID        string         `json:"id"`
-	Worker    string         `json:"worker"`
-	Task      string         `json:"task,omitempty"`
-	Kind      string         `json:"kind"` // the task's kind, or "adhoc"
-	Standing  string         `json:"standing,omitempty"`
-	Channel   string         `json:"channel"`
-	StartedAt time.Time      `json:"started_at"`
-	EndedAt   *time.Time     `json:"ended_at,omitempty"`
-	Ended     string         `json:"ended,omitempty"` // "done" | "error" | "ceiling" | "idle"; empty while live
-	ExitCode  *int           `json:"exit_code,omitempty"`
-	Signal    string         `json:"signal"`
-	Report    Report         `json:"report"`
-	Attested  string         `json:"attested"` // completed | failed | needs-review | canceled | "" (ad-hoc)
-	Evidence  *Evidence      `json:"evidence,omitempty"`
-	Ceiling   string         `json:"ceiling"`
-	Cost      Cost           `json:"cost"`
-	Actions   []ActionRecord `json:"actions"`
-	Snapshot  string         `json:"snapshot"` // snapshot id, "unchanged", "store busy", "snapshots unavailable", ...
+	Format    int             `json:"format"`
+	ID        string          `json:"id"`
+	Worker    string          `json:"worker"`
+	Task      string          `json:"task,omitempty"`
+	Kind      string          `json:"kind"` // the task's kind, or "adhoc"
+	Standing  string          `json:"standing,omitempty"`
+	Channel   string          `json:"channel"`
+	StartedAt time.Time       `json:"started_at"`
+	EndedAt   *time.Time      `json:"ended_at,omitempty"`
+	Ended     string          `json:"ended,omitempty"` // "done" | "error" | "ceiling" | "idle"; empty while live
+	ExitCode  *int            `json:"exit_code,omitempty"`
+	Signal    string          `json:"signal"`
+	Report    Report          `json:"report"`
+	Attested  string          `json:"attested"` // completed | failed | needs-review | canceled | "" (ad-hoc)
+	Evidence  *Evidence       `json:"evidence,omitempty"`
+	Ceiling   string          `json:"ceiling"`
+	Cost      Cost            `json:"cost"`
+	Actions   []ActionRecord  `json:"actions"`
+	Snapshot  string          `json:"snapshot"`          // snapshot id, "unchanged", "store busy", "snapshots unavailable", ...
+	Gateway   *GatewaySummary `json:"gateway,omitempty"` // a box whose gateway was served
+	Agent     *AgentRecord    `json:"agent,omitempty"`   // an agent worker's run
 }
 
 // WriteRecord writes runDir/run.json atomically.
