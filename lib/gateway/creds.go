@@ -1,0 +1,464 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/fsx"
+	"golang.org/x/sys/unix"
+)
+
+// Provider is a model route /NAME/... and how to reach and authenticate
+// to its upstream.
+type Provider struct {
+	Name        string   // route: /NAME/...
+	Style       string   // StyleAnthropic | StyleOpenAI: credential header, usage format, error body shape
+	Upstream    string   // base URL, e.g. https://api.anthropic.com (a local http://127.0.0.1:PORT is fine)
+	Credentials []string // sources tried in order at every request: "vault", "pi", "env:NAME", "file:PATH"
+	KeyEnv      string   // the box's key variable that gets a placeholder
+	BaseEnv     string   // the box's base URL variable
+}
+
+// Provider styles.
+const (
+	StyleAnthropic = "anthropic"
+	StyleOpenAI    = "openai"
+)
+
+// BuiltinProviders returns anthropic and openai with the spec's defaults;
+// org.toml's [gateway.NAME] tables are merged over them by the caller.
+func BuiltinProviders() map[string]Provider {
+	return map[string]Provider{
+		"anthropic": {
+			Name:        "anthropic",
+			Style:       StyleAnthropic,
+			Upstream:    "https://api.anthropic.com",
+			Credentials: []string{"vault", "pi", "env:ANTHROPIC_API_KEY"},
+			KeyEnv:      "ANTHROPIC_API_KEY",
+			BaseEnv:     "ANTHROPIC_BASE_URL",
+		},
+		"openai": {
+			Name:        "openai",
+			Style:       StyleOpenAI,
+			Upstream:    "https://api.openai.com",
+			Credentials: []string{"vault", "pi", "env:OPENAI_API_KEY"},
+			KeyEnv:      "OPENAI_API_KEY",
+			BaseEnv:     "OPENAI_BASE_URL",
+		},
+	}
+}
+
+// BoxBaseURL is the value of p.BaseEnv in a box whose gateway is at gw
+// (http://127.0.0.1:3128): the provider's route, plus /v1 for the OpenAI
+// style, whose clients expect the version in the base URL (the route maps
+// /openai/v1/... onto UPSTREAM/v1/...).
+func BoxBaseURL(p Provider, gw string) string {
+	u := strings.TrimRight(gw, "/") + "/" + p.Name
+	if p.Style == StyleOpenAI {
+		u += "/v1"
+	}
+	return u
+}
+
+// Placeholder is the value of p.KeyEnv in a box: it names roster and is
+// never a secret. When oauth, it has an Anthropic OAuth token's prefix,
+// because pi switches to OAuth request headers for keys containing
+// "sk-ant-oat" and the gateway then injects the OAuth token it stands for.
+func Placeholder(p Provider, oauth bool) string {
+	switch {
+	case p.Style == StyleAnthropic && oauth:
+		return "sk-ant-oat01-roster-placeholder-the-gateway-injects-the-real-token"
+	case p.Style == StyleAnthropic:
+		return "sk-ant-api03-roster-placeholder-the-gateway-injects-the-real-key"
+	case p.Style == StyleOpenAI:
+		return "sk-roster-placeholder-the-gateway-injects-the-real-key"
+	}
+	return "roster-placeholder-the-gateway-injects-the-real-key"
+}
+
+// Creds says where the credential sources live.
+type Creds struct {
+	VaultDir string                      // $ROSTER_HOME/vault
+	PiDir    string                      // "" = $PI_CODING_AGENT_DIR, else ~/.pi/agent
+	Env      func(string) (string, bool) // nil = os.LookupEnv (the supervisor's environment)
+}
+
+// Credential is what a source yielded. Value never leaves the gateway's
+// memory: it is never logged, written or shown.
+type Credential struct {
+	Value  string
+	OAuth  bool   // an OAuth access token (Authorization: Bearer), not an API key
+	Source string // the source that yielded it: "vault", "pi", "env:NAME", "file:PATH"
+}
+
+// The ways a lookup fails; each wraps a kind of lib/errs.
+var (
+	ErrNoCredential      = errs.New(errs.ErrNotFound, "no credential")
+	ErrCredentialExpired = errs.New(errs.ErrNotFound, "credential expired")
+	ErrUnsafeMode        = errs.New(errs.ErrRefused, "credential file readable by group or others")
+)
+
+// maxKeyBytes bounds every key file read: a key is a line, not a document.
+const (
+	maxKeyBytes    = 64 << 10
+	maxPiAuthBytes = 4 << 20
+)
+
+// Lookup tries p's sources in order and returns the first credential.
+// Nothing is cached: every call reads the files and the environment again,
+// so a rotated key is used at once and a removed one refused at once.
+//
+// A vault or file: source whose file (or the vault folder) is open to
+// group or others stops the lookup with ErrUnsafeMode: the operator meant
+// that key, and silently using the next one would hide the mistake. An
+// expired pi OAuth token does not stop it (a later source may serve); when
+// no source serves, the error is ErrCredentialExpired if a token had
+// expired, else ErrNoCredential.
+func Lookup(p Provider, c Creds, now time.Time) (Credential, error) {
+	expired := ""
+	var tried []string
+	for _, src := range p.Credentials {
+		cr, err := lookupSource(p, c, src, now)
+		switch {
+		case err == nil:
+			cr.Source = src
+			return cr, nil
+		case errors.Is(err, ErrCredentialExpired):
+			expired = err.Error()
+		case errors.Is(err, ErrNoCredential):
+			tried = append(tried, src)
+		default:
+			return Credential{}, err
+		}
+	}
+	if expired != "" {
+		return Credential{}, errs.WithHint(fmt.Errorf("%s: %s: %w", p.Name, expired, ErrCredentialExpired),
+			"run pi on the host to refresh its login (the gateway never refreshes a token itself)")
+	}
+	if len(p.Credentials) == 0 {
+		return Credential{}, fmt.Errorf("%s: no credential sources configured: %w", p.Name, ErrNoCredential)
+	}
+	return Credential{}, errs.WithHint(
+		fmt.Errorf("%s: no credential in %s: %w", p.Name, strings.Join(tried, ", "), ErrNoCredential),
+		"store a key in the vault (from stdin), log in with pi on the host, or set the variable of an env: source")
+}
+
+// Which tells which source would serve p now, never the value.
+func Which(p Provider, c Creds, now time.Time) (string, error) {
+	cr, err := Lookup(p, c, now)
+	return cr.Source, err
+}
+
+// lookupSource returns ErrNoCredential (wrapped) when src simply has no
+// key, so that Lookup goes on to the next source.
+func lookupSource(p Provider, c Creds, src string, now time.Time) (Credential, error) {
+	switch {
+	case src == "vault":
+		if c.VaultDir == "" {
+			return Credential{}, fmt.Errorf("vault: no vault folder: %w", ErrNoCredential)
+		}
+		if err := checkVaultDir(c.VaultDir); err != nil {
+			return Credential{}, err
+		}
+		return readKeyFile(filepath.Join(c.VaultDir, p.Name))
+	case src == "pi":
+		return lookupPi(p, c, now)
+	case strings.HasPrefix(src, "env:"):
+		name := strings.TrimPrefix(src, "env:")
+		env := c.Env
+		if env == nil {
+			env = os.LookupEnv
+		}
+		v, ok := env(name)
+		v = strings.TrimSpace(v)
+		if !ok || v == "" {
+			return Credential{}, fmt.Errorf("%s: unset: %w", src, ErrNoCredential)
+		}
+		if err := checkKey(v); err != nil {
+			return Credential{}, fmt.Errorf("%s: %w", src, err)
+		}
+		return Credential{Value: v, OAuth: isOAuthKey(p, v)}, nil
+	case strings.HasPrefix(src, "file:"):
+		cr, err := readKeyFile(strings.TrimPrefix(src, "file:"))
+		if err == nil {
+			cr.OAuth = isOAuthKey(p, cr.Value)
+		}
+		return cr, err
+	}
+	return Credential{}, fmt.Errorf("%s: unknown credential source %q: %w", p.Name, src, errs.ErrUsage)
+}
+
+// CheckSource validates a credential source's spelling (for org.toml).
+func CheckSource(src string) error {
+	switch {
+	case src == "vault", src == "pi":
+		return nil
+	case strings.HasPrefix(src, "env:") && len(src) > len("env:"):
+		return nil
+	case strings.HasPrefix(src, "file:") && filepath.IsAbs(strings.TrimPrefix(src, "file:")):
+		return nil
+	}
+	return fmt.Errorf("credential source %q: want vault, pi, env:NAME or file:/ABSOLUTE/PATH: %w", src, errs.ErrUsage)
+}
+
+// isOAuthKey tells an Anthropic OAuth access token by its prefix, as the
+// Anthropic clients do.
+func isOAuthKey(p Provider, v string) bool {
+	return p.Style == StyleAnthropic && strings.HasPrefix(v, "sk-ant-oat")
+}
+
+func checkVaultDir(dir string) error {
+	st, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("vault: %s missing: %w", dir, ErrNoCredential)
+	}
+	if err != nil {
+		return fmt.Errorf("vault: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("vault: %s is not a folder: %w", dir, errs.ErrRefused)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return errs.WithHint(fmt.Errorf("vault folder %s is open to group or others (mode %04o): %w", dir, st.Mode().Perm(), ErrUnsafeMode),
+			"chmod 700 "+dir)
+	}
+	return nil
+}
+
+// readKeyFile reads a vault or file: key: a regular file (a symlink is not
+// followed), mode without group or other bits, one line.
+func readKeyFile(path string) (Credential, error) {
+	f, err := fsx.OpenRegular(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Credential{}, fmt.Errorf("%s: missing: %w", path, ErrNoCredential)
+	}
+	if err != nil {
+		return Credential{}, fmt.Errorf("credential file: %w: %w", err, errs.ErrRefused)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return Credential{}, fmt.Errorf("credential file %s: %w", path, err)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return Credential{}, errs.WithHint(fmt.Errorf("credential file %s is readable by group or others (mode %04o): %w", path, st.Mode().Perm(), ErrUnsafeMode),
+			"chmod 600 "+path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyBytes+1))
+	if err != nil {
+		return Credential{}, fmt.Errorf("credential file %s: %w", path, err)
+	}
+	if len(data) > maxKeyBytes {
+		return Credential{}, fmt.Errorf("credential file %s: larger than %d bytes: %w", path, maxKeyBytes, errs.ErrRefused)
+	}
+	v := strings.TrimSpace(string(data))
+	if v == "" {
+		return Credential{}, fmt.Errorf("%s: empty: %w", path, ErrNoCredential)
+	}
+	if err := checkKey(v); err != nil {
+		return Credential{}, fmt.Errorf("credential file %s: %w", path, err)
+	}
+	return Credential{Value: v}, nil
+}
+
+// checkKey refuses a key that cannot be a header value (a control byte or
+// a line break would split the request), without quoting the key.
+func checkKey(v string) error {
+	for i := 0; i < len(v); i++ {
+		if b := v[i]; b < 0x20 || b == 0x7f {
+			return fmt.Errorf("key holds a control character or line break: %w", errs.ErrRefused)
+		}
+	}
+	return nil
+}
+
+// piEntry is one provider's entry in pi's auth.json (pi-coding-agent
+// core/auth-storage): {"type":"api_key","key":...} or
+// {"type":"oauth","access":...,"refresh":...,"expires":UNIX_MS}.
+type piEntry struct {
+	Type    string `json:"type"`
+	Key     string `json:"key"`
+	Access  string `json:"access"`
+	Expires int64  `json:"expires"`
+}
+
+// PiAuthFile is the path of pi's auth.json for c.
+func PiAuthFile(c Creds) string {
+	dir := c.PiDir
+	env := c.Env
+	if env == nil {
+		env = os.LookupEnv
+	}
+	if dir == "" {
+		if d, ok := env("PI_CODING_AGENT_DIR"); ok && d != "" {
+			dir = d
+		}
+	}
+	if dir == "" {
+		h, _ := os.UserHomeDir()
+		if hv, ok := env("HOME"); ok && hv != "" {
+			h = hv
+		}
+		dir = filepath.Join(h, ".pi", "agent")
+	}
+	if strings.HasPrefix(dir, "~/") {
+		h, _ := os.UserHomeDir()
+		dir = filepath.Join(h, dir[2:])
+	}
+	return filepath.Join(dir, "auth.json")
+}
+
+// lookupPi reads the host's pi login. An api_key entry's key may name an
+// environment variable, as pi resolves it; a "!command" key is pi's shell
+// escape and is not run here (the gateway runs as root, on the host).
+func lookupPi(p Provider, c Creds, now time.Time) (Credential, error) {
+	path := PiAuthFile(c)
+	f, err := fsx.OpenRegular(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Credential{}, fmt.Errorf("pi: %s missing: %w", path, ErrNoCredential)
+	}
+	if err != nil {
+		return Credential{}, fmt.Errorf("pi: %s: %v: %w", path, err, ErrNoCredential)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxPiAuthBytes))
+	f.Close()
+	if err != nil {
+		return Credential{}, fmt.Errorf("pi: %s: %v: %w", path, err, ErrNoCredential)
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(bytes.TrimSpace(data), &all); err != nil {
+		// pi may be rewriting it; the next request reads it again.
+		return Credential{}, fmt.Errorf("pi: %s does not parse: %w", path, ErrNoCredential)
+	}
+	raw, ok := all[p.Name]
+	if !ok {
+		return Credential{}, fmt.Errorf("pi: no %s login in %s: %w", p.Name, path, ErrNoCredential)
+	}
+	var e piEntry
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return Credential{}, fmt.Errorf("pi: %s entry of %s does not parse: %w", p.Name, path, ErrNoCredential)
+	}
+	switch e.Type {
+	case "api_key":
+		v := strings.TrimSpace(e.Key)
+		if strings.HasPrefix(v, "!") {
+			return Credential{}, fmt.Errorf("pi: %s key in %s is a shell command, which the gateway does not run: %w", p.Name, path, ErrNoCredential)
+		}
+		env := c.Env
+		if env == nil {
+			env = os.LookupEnv
+		}
+		if ev, ok := env(v); ok && ev != "" {
+			v = strings.TrimSpace(ev)
+		}
+		if v == "" {
+			return Credential{}, fmt.Errorf("pi: %s key in %s is empty: %w", p.Name, path, ErrNoCredential)
+		}
+		if err := checkKey(v); err != nil {
+			return Credential{}, fmt.Errorf("pi: %s: %w", path, err)
+		}
+		return Credential{Value: v, OAuth: isOAuthKey(p, v)}, nil
+	case "oauth":
+		v := strings.TrimSpace(e.Access)
+		if v == "" {
+			return Credential{}, fmt.Errorf("pi: %s OAuth entry in %s has no access token: %w", p.Name, path, ErrNoCredential)
+		}
+		if now.UnixMilli() >= e.Expires {
+			return Credential{}, fmt.Errorf("pi's %s OAuth token expired at %s: %w", p.Name,
+				time.UnixMilli(e.Expires).UTC().Format(time.RFC3339), ErrCredentialExpired)
+		}
+		if err := checkKey(v); err != nil {
+			return Credential{}, fmt.Errorf("pi: %s: %w", path, err)
+		}
+		return Credential{Value: v, OAuth: true}, nil
+	}
+	return Credential{}, fmt.Errorf("pi: %s entry of %s has type %q: %w", p.Name, path, e.Type, ErrNoCredential)
+}
+
+// PutVault stores the key read from r as dir/PROVIDER: one trailing
+// newline trimmed, an empty key refused, the file written atomically and
+// durably with mode 0600, dir made (or reset to) mode 0700. The key is
+// read from a reader, never an argument, so it never shows in ps.
+func PutVault(dir, provider string, r io.Reader) error {
+	if !validProviderName(provider) {
+		return fmt.Errorf("provider name %q: want lower-case letters, digits, - or _: %w", provider, errs.ErrUsage)
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxKeyBytes+1))
+	if err != nil {
+		return fmt.Errorf("read key: %w", err)
+	}
+	if len(data) > maxKeyBytes {
+		return fmt.Errorf("key longer than %d bytes: %w", maxKeyBytes, errs.ErrUsage)
+	}
+	data = bytes.TrimSuffix(data, []byte("\n"))
+	data = bytes.TrimSuffix(data, []byte("\r"))
+	if len(bytes.TrimSpace(data)) == 0 {
+		return fmt.Errorf("empty key refused: %w", errs.ErrUsage)
+	}
+	if err := checkKey(string(data)); err != nil {
+		return fmt.Errorf("key: %w", errs.ErrUsage)
+	}
+	if err := fsx.MkdirDurable(dir, 0o700); err != nil {
+		return fmt.Errorf("vault %s: %w", dir, err)
+	}
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("vault %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("vault %s is not a folder: %w", dir, errs.ErrRefused)
+	}
+	if st.Mode().Perm() != 0o700 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("vault %s: %w", dir, err)
+		}
+	}
+	if err := os.Chown(dir, os.Geteuid(), os.Getegid()); err != nil {
+		return fmt.Errorf("vault %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, provider)
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("vault %s is not a regular file: %w", path, errs.ErrRefused)
+	}
+	if err := fsx.WriteFile(path, data, 0o600); err != nil {
+		return err
+	}
+	return nil
+}
+
+// RemoveVault deletes dir/PROVIDER (durably); a missing key is ErrNotFound.
+func RemoveVault(dir, provider string) error {
+	if !validProviderName(provider) {
+		return fmt.Errorf("provider name %q: %w", provider, errs.ErrUsage)
+	}
+	path := filepath.Join(dir, provider)
+	if err := unix.Unlink(path); err != nil {
+		if err == unix.ENOENT {
+			return fmt.Errorf("vault has no %s key: %w", provider, errs.ErrNotFound)
+		}
+		return fmt.Errorf("remove %s: %w", path, err)
+	}
+	return fsx.SyncDir(dir)
+}
+
+// validProviderName: a provider name is a route segment and a vault file
+// name, so nothing that could escape either.
+func validProviderName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return s[0] != '-' && s[0] != '_'
+}
