@@ -33,7 +33,7 @@ type WorkerAddCmd struct {
 	Role        string   `name:"role" placeholder:"TEXT" help:"The text that opens every briefing."`
 	UID         *int     `name:"uid" placeholder:"UID" help:"The box user (and group) id; default: the lowest free one from 200000."`
 	Concurrency *int     `name:"concurrency" placeholder:"N" help:"Boxes of this worker at once from dispatch (default 1)."`
-	Network     string   `name:"network" placeholder:"none|host" help:"\"none\" (loopback only, the default) or \"host\"."`
+	Network     string   `name:"network" placeholder:"gateway|none|host" help:"\"gateway\" (loopback and the run's gateway, the default), \"none\" (loopback only) or \"host\"."`
 }
 
 // commandArgv applies the --command rule: once = split on white space,

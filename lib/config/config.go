@@ -45,6 +45,12 @@ type Org struct {
 	Budget struct {
 		Proactive time.Duration // box time per worker per local day for proactive work
 		Unlimited bool          // proactive = "off"
+		Tokens    int64         // proactive_tokens: input+output tokens per worker per local day; 0 = no limit
+		USD       float64       // proactive_usd: priced spend per worker per local day; 0 = no limit
+	}
+	Gateway struct {
+		Providers map[string]Provider // the built-ins with org.toml's [gateway.NAME] over them
+		Prices    map[string]Price    // [gateway.prices], by model
 	}
 	Warnings []string
 }
@@ -108,8 +114,11 @@ type orgFile struct {
 		Adhoc        string `toml:"adhoc"`
 	} `toml:"ceilings"`
 	Budget struct {
-		Proactive string `toml:"proactive"`
+		Proactive       string  `toml:"proactive"`
+		ProactiveTokens int64   `toml:"proactive_tokens"`
+		ProactiveUSD    float64 `toml:"proactive_usd"`
 	} `toml:"budget"`
+	Gateway map[string]any `toml:"gateway"`
 }
 
 // LoadOrg reads org.toml of h; a missing file means all defaults.
@@ -190,6 +199,16 @@ func ParseOrg(file string, data []byte) (*Org, error) {
 		return nil, bad("budget.proactive", err.Error())
 	}
 	o.Budget.Unlimited = o.Budget.Proactive == 0
+	if f.Budget.ProactiveTokens < 0 {
+		return nil, bad("budget.proactive_tokens", "must be 0 (no limit) or more")
+	}
+	if !(f.Budget.ProactiveUSD >= 0) {
+		return nil, bad("budget.proactive_usd", "must be 0 (no limit) or more")
+	}
+	o.Budget.Tokens, o.Budget.USD = f.Budget.ProactiveTokens, f.Budget.ProactiveUSD
+	if err := parseGateway(f.Gateway, o, bad); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -233,8 +252,15 @@ type Worker struct {
 	UID         int           // the box user; gid is the same number
 	Concurrency int
 	Rootfs      string // "" = the host's /usr under a generated root
-	Network     string // "none" or "host"
+	Network     string // "gateway" (the default), "none" or "host"
 	PassEnv     []string
+	Agent       string   // "pi", "claude" or "" (run Command)
+	Model       string   // the agent's model; "" = the agent's default
+	AgentArgs   []string // appended to the agent's command line
+	Gateway     struct {
+		Providers []string // model routes this worker may use (default: its agent's provider)
+		Allow     []string // CONNECT / http targets (ValidGrant)
+	}
 	Memory      int64 // bytes
 	Pids        int64
 	CPUs        float64
@@ -258,7 +284,7 @@ type Connection struct {
 const (
 	DefaultHeartbeat   = "30m"
 	DefaultConcurrency = 1
-	DefaultNetwork     = "none"
+	DefaultNetwork     = "gateway"
 	DefaultMemory      = "2G"
 	DefaultPids        = 512
 	DefaultCPUs        = 1.0
@@ -279,7 +305,14 @@ type workerFile struct {
 	CPUs        float64  `toml:"cpus"`
 	Idle        string   `toml:"idle"`
 	Paused      bool     `toml:"paused"`
-	Connection  []struct {
+	Agent       string   `toml:"agent"`
+	Model       string   `toml:"model"`
+	AgentArgs   []string `toml:"agent_args"`
+	Gateway     struct {
+		Providers *[]string `toml:"providers"`
+		Allow     []string  `toml:"allow"`
+	} `toml:"gateway"`
+	Connection []struct {
 		Name string `toml:"name"`
 		Path string `toml:"path"`
 		At   string `toml:"at"`
@@ -337,7 +370,50 @@ func ParseWorker(name, file string, data []byte) (*Worker, error) {
 		}
 	}
 	w.Command = append([]string{}, f.Command...)
-	if len(w.Command) == 0 {
+	switch f.Agent {
+	case "", "pi", "claude":
+	default:
+		return nil, bad("agent", fmt.Sprintf("%q must be \"pi\", \"claude\" or \"\" (run command)", f.Agent))
+	}
+	if f.Agent != "" && len(f.Command) > 0 {
+		return nil, usageSpecError(file, "agent and command exclude each other: an agent worker runs its agent (add agent_args for extra arguments); remove one of them")
+	}
+	if f.Agent == "" && (f.Model != "" || len(f.AgentArgs) > 0) {
+		return nil, bad("model", "model and agent_args are for an agent worker (set agent = \"pi\" or \"claude\")")
+	}
+	for i, a := range f.AgentArgs {
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, bad("agent_args", fmt.Sprintf("word %d holds a NUL byte", i+1))
+		}
+	}
+	if strings.ContainsAny(f.Model, "\x00\n") {
+		return nil, bad("model", "holds a NUL byte or a newline")
+	}
+	w.Agent, w.Model = f.Agent, f.Model
+	if len(f.AgentArgs) > 0 {
+		w.AgentArgs = append([]string{}, f.AgentArgs...)
+	}
+	if f.Gateway.Providers != nil {
+		if len(*f.Gateway.Providers) > 0 {
+			w.Gateway.Providers = append([]string{}, (*f.Gateway.Providers)...)
+		}
+	} else if p := AgentProvider(f.Agent, f.Model); p != "" {
+		w.Gateway.Providers = []string{p}
+	}
+	for _, p := range w.Gateway.Providers {
+		if !providerNameRE().MatchString(p) {
+			return nil, bad("gateway.providers", fmt.Sprintf("%q is not a provider name", p))
+		}
+	}
+	for _, g := range f.Gateway.Allow {
+		if err := ValidGrant(g); err != nil {
+			return nil, bad("gateway.allow", err.Error())
+		}
+	}
+	if len(f.Gateway.Allow) > 0 {
+		w.Gateway.Allow = append([]string{}, f.Gateway.Allow...)
+	}
+	if len(w.Command) == 0 && w.Agent == "" {
 		w.Warnings = append(w.Warnings, fmt.Sprintf(
 			"worker %s: no command in %s: its runs fail until one is set", name, file))
 	}
@@ -358,12 +434,16 @@ func ParseWorker(name, file string, data []byte) (*Worker, error) {
 		return nil, bad("rootfs", fmt.Sprintf("%q must be \"\" or an absolute path", f.Rootfs))
 	}
 	switch f.Network {
-	case "none":
+	case "gateway", "none":
 	case "host":
 		w.Warnings = append(w.Warnings, fmt.Sprintf(
 			"worker %s: network = \"host\": its boxes reach host-local services", name))
 	default:
-		return nil, bad("network", fmt.Sprintf("%q must be \"none\" or \"host\"", f.Network))
+		return nil, bad("network", fmt.Sprintf("%q must be \"gateway\", \"none\" or \"host\"", f.Network))
+	}
+	if f.Network != "gateway" && (len(f.Gateway.Allow) > 0 || f.Gateway.Providers != nil && len(*f.Gateway.Providers) > 0) {
+		w.Warnings = append(w.Warnings, fmt.Sprintf(
+			"worker %s: network = %q: its [gateway] grants are unused (only a gateway box has a gateway)", name, f.Network))
 	}
 	for _, e := range f.PassEnv {
 		if !envNameRE().MatchString(e) {

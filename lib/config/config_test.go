@@ -87,6 +87,8 @@ func TestOrgDefaults(t *testing.T) {
 		want.Ceilings.Continuation = 30 * time.Minute
 		want.Ceilings.Adhoc = 30 * time.Minute
 		want.Budget.Proactive = 2 * time.Hour
+		want.Gateway.Providers = BuiltinProviders()
+		want.Gateway.Prices = map[string]Price{}
 		if !reflect.DeepEqual(o, want) {
 			t.Errorf("defaults of %q:\n got %+v\nwant %+v", text, o, want)
 		}
@@ -223,7 +225,7 @@ func TestWorkerDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Worker{Name: "dobby", Command: []string{"/bin/true"}, Heartbeat: 30 * time.Minute,
-		UID: 200000, Concurrency: 1, Network: "none", PassEnv: []string{}, Memory: 2 << 30,
+		UID: 200000, Concurrency: 1, Network: "gateway", PassEnv: []string{}, Memory: 2 << 30,
 		Pids: 512, CPUs: 1, File: "dobby.toml"}
 	if !reflect.DeepEqual(w, want) {
 		t.Errorf("\n got %+v\nwant %+v", w, want)
@@ -271,7 +273,7 @@ func TestWorkerBadValuesRefused(t *testing.T) {
 		{"uid = 7\nheartbeat = \"30\"\n", ":2: heartbeat"},
 		{"uid = 7\nconcurrency = 0\n", ":2: concurrency"},
 		{"uid = 7\nrootfs = \"rel\"\n", ":2: rootfs"},
-		{"uid = 7\nnetwork = \"bridge\"\n", `:2: network: "bridge" must be "none" or "host"`},
+		{"uid = 7\nnetwork = \"bridge\"\n", `:2: network: "bridge" must be "gateway", "none" or "host"`},
 		{"uid = 7\npass_env = [\"A=B\"]\n", ":2: pass_env"},
 		{"uid = 7\nmemory = \"2X\"\n", ":2: memory"},
 		{"uid = 7\nmemory = \"10\"\n", ":2: memory: must be at least 1M"},
@@ -365,7 +367,7 @@ func TestRenderWorkerParsesBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	w, err = ParseWorker("d", "d.toml", data)
-	if err != nil || w.Heartbeat != 30*time.Minute || w.Concurrency != 1 || w.Network != "none" || len(w.Command) != 0 {
+	if err != nil || w.Heartbeat != 30*time.Minute || w.Concurrency != 1 || w.Network != "gateway" || len(w.Command) != 0 {
 		t.Fatalf("got %+v %v\n%s", w, err, data)
 	}
 }

@@ -18,7 +18,7 @@ func FuzzParseOrg(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		o, err := ParseOrg("org.toml", data)
 		if err != nil {
-			if !errors.Is(err, errs.ErrRefused) {
+			if !errors.Is(err, errs.ErrRefused) && !errors.Is(err, errs.ErrUsage) {
 				t.Fatalf("not a refusal: %v", err)
 			}
 			return
@@ -44,13 +44,14 @@ func FuzzParseWorker(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		w, err := ParseWorker("d", "d.toml", data)
 		if err != nil {
-			if !errors.Is(err, errs.ErrRefused) {
+			if !errors.Is(err, errs.ErrRefused) && !errors.Is(err, errs.ErrUsage) {
 				t.Fatalf("not a refusal: %v", err)
 			}
 			return
 		}
 		if w.UID < 1 || w.Concurrency < 1 || w.Pids < 1 || !(w.CPUs > 0) || w.Memory < 1<<20 ||
-			(w.Network != "none" && w.Network != "host") {
+			(w.Network != "gateway" && w.Network != "none" && w.Network != "host") ||
+			(w.Agent != "" && len(w.Command) > 0) {
 			t.Fatalf("accepted an invalid worker: %+v", w)
 		}
 		for _, c := range w.Connections {

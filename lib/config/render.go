@@ -37,6 +37,24 @@ const DefaultOrgTOML = `# org.toml: settings for the whole roster home (see rost
 
 [budget]
 # proactive = "2h"            # box time per worker per local day for proactive work; "off" = unlimited
+# proactive_tokens = 0        # input+output model tokens per worker per local day for proactive work; 0 = no limit
+# proactive_usd = 0.0         # priced model spend (USD) per worker per local day for proactive work; 0 = no limit
+
+# The gateway: each box's one way out (roster(7), GATEWAY). It holds the model keys; a box
+# gets a placeholder. Keys come from the sources in order, read fresh at every request:
+# "vault" ($ROSTER_HOME/vault/PROVIDER, mode 0600: roster key put PROVIDER < keyfile),
+# "pi" (the host's pi login), "env:NAME" (the dispatcher's environment), "file:PATH" (mode 0600).
+# [gateway.anthropic]
+# upstream = "https://api.anthropic.com"
+# credentials = ["vault", "pi", "env:ANTHROPIC_API_KEY"]
+# [gateway.openai]
+# upstream = "https://api.openai.com"
+# credentials = ["vault", "pi", "env:OPENAI_API_KEY"]
+# [gateway.local]             # a provider of your own: route /local/..., its key in vault/local
+# api = "openai"              # the shape of its requests: "openai" or "anthropic"
+# upstream = "http://127.0.0.1:4000"
+# [gateway.prices]            # USD per million tokens; a model without a price still counts tokens
+# "claude-sonnet-4-5" = { input = 3.0, output = 15.0, cache_read = 0.3, cache_write = 3.75 }
 `
 
 // NewWorker is what `roster worker add` knows about a new worker; the rest
@@ -49,6 +67,8 @@ type NewWorker struct {
 	UID         int
 	Concurrency int    // 0 = the default
 	Network     string // "" = the default
+	Agent       string // "pi", "claude" or "" (Command)
+	Model       string // the agent's model; "" = its default
 }
 
 // RenderWorker returns the text of a new worker spec: the settings given,
@@ -71,7 +91,11 @@ func RenderWorker(n NewWorker) ([]byte, error) {
 	role := n.Role
 	line(role != "", "role", quote(role), "opens every briefing")
 	cmd := n.Command
-	if len(cmd) == 0 {
+	if n.Agent != "" {
+		line(true, "agent", quote(n.Agent), "an AI agent runs headless with the briefing as its prompt")
+		line(n.Model != "", "model", quote(n.Model), "the agent's model; unset = the agent's default")
+		line(false, "agent_args", "[]", "extra arguments for the agent")
+	} else if len(cmd) == 0 {
 		line(false, "command", `["/usr/local/bin/agent", "--briefing", "/home/worker/self/briefing.md"]`, "the program a run starts; required to run")
 	} else {
 		q := make([]string, len(cmd))
@@ -84,7 +108,7 @@ func RenderWorker(n NewWorker) ([]byte, error) {
 	line(true, "uid", strconv.Itoa(n.UID), "the box user (and group), this worker's alone")
 	line(n.Concurrency != 0, "concurrency", strconv.Itoa(max(n.Concurrency, DefaultConcurrency)), "boxes of this worker at once from dispatch")
 	line(false, "rootfs", `""`, `"" = the host's /usr read-only; or a root tree`)
-	line(n.Network != "", "network", quote(orDefault(n.Network, DefaultNetwork)), `"none" (loopback only) or "host"`)
+	line(n.Network != "", "network", quote(orDefault(n.Network, DefaultNetwork)), `"gateway" (only the gateway), "none" (loopback only) or "host"`)
 	line(false, "pass_env", "[]", "host environment variables handed into the box")
 	line(false, "memory", quote(DefaultMemory), "cgroup memory limit (K, M, G, T: powers of 1024)")
 	line(false, "pids", strconv.Itoa(DefaultPids), "cgroup pids limit")
@@ -92,6 +116,10 @@ func RenderWorker(n NewWorker) ([]byte, error) {
 	line(false, "idle", quote(DefaultIdle), "end a box silent for this long")
 	line(false, "paused", "false", "`roster worker pause/resume` sets it")
 	b.WriteString(`
+# [gateway]                   # what a gateway box may reach (roster(7), GATEWAY)
+# providers = []              # model routes it may use; default: its agent's provider
+# allow = []                  # CONNECT/http targets: "github.com", "*.pypi.org", "host:port", an IP or CIDR
+
 # [[connection]]              # an extra host folder granted to the box; repeat for more
 # name = "docs"
 # path = "/srv/docs"
