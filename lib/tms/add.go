@@ -1,0 +1,217 @@
+package tms
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/home"
+)
+
+// NewTask is what Add files.
+type NewTask struct {
+	Text     string
+	Kind     string     // default filed
+	Standing string     // default: owner for a person's filed task, proactive otherwise
+	By       string     // default owner
+	At       *time.Time // scheduled_at; in the past means due now
+	After    []string   // dependencies: ids or unique prefixes of this worker's tasks
+	Ceiling  string     // a duration; "" = the kind's default
+	Channel  string
+	From     string // a relay's sender
+	Priority int
+}
+
+func validKind(k string) bool {
+	switch k {
+	case KindFiled, KindRecurring, KindRelay, KindHeartbeat, KindContinuation:
+		return true
+	}
+	return false
+}
+
+func validStanding(s string) bool { return s == Owner || s == Proactive }
+
+// checkDuration normalizes an optional duration field ("" stays "").
+func checkDuration(what, s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	d, err := config.ParseDuration(s, false)
+	if err != nil {
+		return "", usage("%s: %v", what, err)
+	}
+	return config.FormatDuration(d), nil
+}
+
+// checkText refuses empty or oversized text.
+func checkText(text string) error {
+	if strings.TrimSpace(text) == "" {
+		return usage("task text is empty")
+	}
+	if len(text) > MaxText {
+		return usage("task text is %d bytes, more than the 1 MiB limit", len(text))
+	}
+	return nil
+}
+
+// Add files a new pending task and returns it. It reads tasks.json and the
+// journal's tail only (never the whole journal, unless a dependency names
+// a task that has already finished).
+func (p *Partition) Add(ctx context.Context, nt NewTask) (Task, error) {
+	if err := checkText(nt.Text); err != nil {
+		return Task{}, err
+	}
+	if nt.Kind == "" {
+		nt.Kind = KindFiled
+	}
+	if !validKind(nt.Kind) {
+		return Task{}, usage("unknown task kind %q", nt.Kind)
+	}
+	if nt.By == "" {
+		nt.By = ByOwner
+	}
+	if nt.Standing == "" {
+		nt.Standing = Proactive
+		if nt.Kind == KindFiled && nt.By == ByOwner {
+			nt.Standing = Owner
+		}
+	}
+	if !validStanding(nt.Standing) {
+		return Task{}, usage("standing %q: must be owner or proactive", nt.Standing)
+	}
+	ceiling, err := checkDuration("ceiling", nt.Ceiling)
+	if err != nil {
+		return Task{}, err
+	}
+	if nt.Channel != "" {
+		if _, err := home.EncodeChannel(nt.Channel); err != nil {
+			return Task{}, err
+		}
+	}
+	t, err := p.beginRaw(ctx, true)
+	if err != nil {
+		return Task{}, err
+	}
+	defer t.end()
+	task := Task{
+		Text: nt.Text, Kind: nt.Kind, Standing: nt.Standing, State: Pending,
+		CreatedAt: t.now, Ceiling: ceiling, Channel: nt.Channel, From: nt.From,
+		Priority: nt.Priority, By: nt.By,
+	}
+	if nt.At != nil {
+		at := nt.At.UTC()
+		task.ScheduledAt = &at
+	}
+	if err := t.resolveDeps(&task, nt.After); err != nil {
+		return Task{}, err
+	}
+	task.ID = t.newTaskID()
+	if t.raw != nil {
+		t.raw.added = append(t.raw.added, task)
+	} else {
+		t.f.Tasks = append(t.f.Tasks, task)
+	}
+	if _, err := t.emit(Line{Event: EvFiled, Task: task.ID, By: nt.By, Records: []Record{taskRec(task, false)}}, true); err != nil {
+		return Task{}, err
+	}
+	return task, t.commit()
+}
+
+// Relay files a chat message as a relay task (proactive; its text is
+// untrusted content that directs attention and never commands).
+func (p *Partition) Relay(ctx context.Context, channel, from, text string) (Task, error) {
+	if channel == "" {
+		return Task{}, usage("relay: --channel is required")
+	}
+	return p.Add(ctx, NewTask{Text: text, Kind: KindRelay, Standing: Proactive, Channel: channel, From: from})
+}
+
+func (t *txn) newTaskID() string {
+	for {
+		id := home.NewTaskID(t.now)
+		if !t.hasTask(id) {
+			return id
+		}
+	}
+}
+
+// resolveDeps resolves dependency prefixes against the live tasks, then the
+// finished ones in the journal; an unknown dependency is exit 2.
+func (t *txn) resolveDeps(task *Task, after []string) error {
+	var finished map[string]Task
+	task.DependsOn = nil
+	if len(after) == 0 {
+		return nil
+	}
+	ids := t.taskIDs()
+	for _, a := range after {
+		id, err := home.Resolve("task", a, ids)
+		if err == nil {
+			if id == task.ID {
+				return usage("task %s cannot depend on itself", id)
+			}
+			if !contains(task.DependsOn, id) {
+				task.DependsOn = append(task.DependsOn, id)
+			}
+			continue
+		}
+		if !errors.Is(err, errs.ErrNotFound) {
+			return err
+		}
+		if finished == nil {
+			if finished, err = finishedTasks(t.p.W.Journal()); err != nil {
+				return err
+			}
+		}
+		var fids []string
+		for id := range finished {
+			fids = append(fids, id)
+		}
+		id, err = home.Resolve("task", a, fids)
+		if err != nil {
+			if errors.Is(err, errs.ErrNotFound) {
+				return usage("unknown dependency %q: no such task in worker %s", a, t.p.Name)
+			}
+			return err
+		}
+		if !contains(task.DependsOn, id) {
+			task.DependsOn = append(task.DependsOn, id)
+		}
+		if task.Settled == nil {
+			task.Settled = map[string]string{}
+		}
+		task.Settled[id] = finished[id].State
+	}
+	return nil
+}
+
+// hasTask tells whether tasks.json (as this change leaves it) holds id.
+func (t *txn) hasTask(id string) bool {
+	if t.raw != nil {
+		return t.raw.has(id)
+	}
+	return t.f.Task(id) != nil
+}
+
+// taskIDs lists the ids of tasks.json's tasks.
+func (t *txn) taskIDs() []string {
+	if t.raw != nil {
+		ids := make([]string, 0, len(t.raw.ids)+len(t.raw.added))
+		for id := range t.raw.ids {
+			ids = append(ids, id)
+		}
+		for i := range t.raw.added {
+			ids = append(ids, t.raw.added[i].ID)
+		}
+		return ids
+	}
+	ids := make([]string, len(t.f.Tasks))
+	for i := range t.f.Tasks {
+		ids[i] = t.f.Tasks[i].ID
+	}
+	return ids
+}

@@ -1,0 +1,120 @@
+package tms
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/roster-sh/roster/lib/errs"
+)
+
+// Cancel ends a task: a pending or needs-review one is canceled; a claimed
+// one is recorded canceled under the lock and its run id returned, for the
+// caller to kill its box (the supervisor, finding the claim gone, attests
+// nothing).
+func (p *Partition) Cancel(ctx context.Context, id, why, by string) (run string, err error) {
+	t, err := p.begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer t.end()
+	task := t.f.Task(id)
+	if task == nil {
+		return "", p.notLive(id, "cancel it")
+	}
+	if task.Claim != nil {
+		run = task.Claim.Run
+	}
+	if by == "" {
+		by = ByOwner
+	}
+	if _, err := t.finish(id, Canceled, EvCanceled, run, by, why, nil); err != nil {
+		return "", err
+	}
+	return run, t.commit()
+}
+
+// Requeue puts a claimed task whose box is dead, or a needs-review task,
+// back to pending; a finished task is filed again as a new pending task
+// (new id, the journal links both) whose id is returned. It reaps nothing:
+// the command line uses RequeueReaping.
+func (p *Partition) Requeue(ctx context.Context, id, by string) (Task, error) {
+	return p.RequeueReaping(ctx, id, by, nil)
+}
+
+// RequeueReaping is Requeue that, for a claimed task whose box is dead and
+// whose run folder exists, first calls reap(run) under the partition lock
+// (`roster-box reap RUN`: a container can outlive its dead supervisor, and
+// the task must never run twice at once). A reap error refuses the
+// requeue (exit 13, nothing changes) with a hint to reap by hand. A nil
+// reap is not called.
+func (p *Partition) RequeueReaping(ctx context.Context, id, by string, reap func(run string) error) (Task, error) {
+	if by == "" {
+		by = ByOwner
+	}
+	t, err := p.begin(ctx)
+	if err != nil {
+		return Task{}, err
+	}
+	defer t.end()
+	if task := t.f.Task(id); task != nil {
+		switch task.State {
+		case Pending:
+			return Task{}, conflict("task %s is already pending", id)
+		case Claimed:
+			if gone, why := p.boxGone(task.Claim, t.now); !gone {
+				return Task{}, errs.WithHint(conflict("task %s is claimed and %s", id, why),
+					"cancel it instead, or wait for its box to end")
+			}
+		}
+		run := ""
+		if task.Claim != nil {
+			run = task.Claim.Run
+		}
+		if task.State == Claimed && run != "" && reap != nil {
+			if _, err := os.Lstat(p.W.Run(run)); err == nil { // no run folder: no box was ever started
+				if err := reap(run); err != nil {
+					return Task{}, errs.WithHint(conflict("task %s: its box (run %s) is not reaped: %v", id, run, err),
+						fmt.Sprintf("run `roster-box reap %s`, then requeue again", run))
+				}
+			}
+		}
+		task.State = Pending
+		task.Claim = nil
+		if _, err := t.emit(Line{Event: EvRequeued, Task: id, Run: run, By: by, Records: []Record{taskRec(*task, false)}}, true); err != nil {
+			return Task{}, err
+		}
+		return *task, t.commit()
+	}
+	fin, err := finishedTasks(p.W.Journal())
+	if err != nil {
+		return Task{}, err
+	}
+	old, ok := fin[id]
+	if !ok {
+		return Task{}, notFound("task %s: not found in worker %s", id, p.Name)
+	}
+	task := cloneTask(old)
+	task.ID = t.newTaskID()
+	task.State = Pending
+	task.CreatedAt = t.now
+	task.Claim = nil
+	task.FinishedAt = nil
+	task.Attempts = 0
+	task.Gates = nil
+	task.LastRun = ""
+	task.RefiledFrom = old.ID
+	task.Slot = nil
+	task.Template = ""
+	task.ScheduledAt = nil
+	for _, d := range task.DependsOn { // dependencies still live keep it waiting
+		if t.f.Task(d) != nil {
+			delete(task.Settled, d)
+		}
+	}
+	t.f.Tasks = append(t.f.Tasks, task)
+	if _, err := t.emit(Line{Event: EvRequeued, Task: task.ID, From: old.ID, By: by, Records: []Record{taskRec(task, false)}}, true); err != nil {
+		return Task{}, err
+	}
+	return task, t.commit()
+}

@@ -1,0 +1,97 @@
+package tms
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+func pendingGates(t *Task) int {
+	n := 0
+	for _, g := range t.Gates {
+		if g.State == GatePending {
+			n++
+		}
+	}
+	return n
+}
+
+// ResolveGate records an operator's decision on one gate of a task
+// (journal `gate-resolved`, by owner). On a claimed task it only records
+// it; when the last pending gate of a needs-review task resolves, the task
+// completes, and if any of its gates asked to wake, a continuation task
+// (the original's standing) is filed whose text carries every gate's
+// outcome. It returns the continuation's id, if one was filed.
+func (p *Partition) ResolveGate(ctx context.Context, id, gate, decision, why string) (string, error) {
+	switch decision {
+	case "approve", GateApproved:
+		decision = GateApproved
+	case "deny", GateDenied:
+		decision = GateDenied
+	default:
+		return "", usage("decision %q: must be approve or deny", decision)
+	}
+	t, err := p.begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer t.end()
+	task := t.f.Task(id)
+	if task == nil {
+		return "", p.notLive(id, "resolve its gates")
+	}
+	gi := -1
+	for i, g := range task.Gates {
+		if g.ID == gate {
+			gi = i
+		}
+	}
+	if gi < 0 {
+		return "", notFound("task %s has no gate %q", id, gate)
+	}
+	if task.Gates[gi].State != GatePending {
+		return "", conflict("gate %s of task %s is already %s", gate, id, task.Gates[gi].State)
+	}
+	now := t.now
+	task.Gates[gi].State = decision
+	task.Gates[gi].Why = why
+	task.Gates[gi].ResolvedAt = &now
+	if _, err := t.emit(Line{Event: EvGateResolved, Task: id, Gate: gate, Decision: decision, Reason: why, By: ByOwner, Records: []Record{taskRec(*task, false)}}, true); err != nil {
+		return "", err
+	}
+	cont := ""
+	if task.State == NeedsReview && pendingGates(task) == 0 {
+		orig := cloneTask(*task)
+		if _, err := t.finish(id, Completed, EvCompleted, orig.LastRun, ByOwner, "last gate resolved", nil); err != nil {
+			return "", err
+		}
+		wake := false
+		var b strings.Builder
+		fmt.Fprintf(&b, "Continue task %s now that its gates are decided.\n\nThe task was:\n%s\n\nGate outcomes:\n", orig.ID, orig.Text)
+		for _, g := range orig.Gates {
+			wake = wake || g.Wake
+			fmt.Fprintf(&b, "- %s %q: %s", g.ID, g.What, g.State)
+			if g.Why != "" {
+				fmt.Fprintf(&b, " (%s)", g.Why)
+			}
+			b.WriteString("\n")
+		}
+		if wake {
+			c := Task{ID: t.newTaskID(), Text: b.String(), Kind: KindContinuation, Standing: orig.Standing,
+				State: Pending, CreatedAt: t.now, Channel: orig.Channel, Priority: orig.Priority, By: ByHost,
+				Continues: orig.ID}
+			if orig.Kind == KindRelay || orig.From != "" {
+				c.From = orig.From // its text repeats an untrusted message: the briefing quotes it
+				if c.From == "" {
+					c.From = "someone"
+				}
+			}
+			t.f.Tasks = append(t.f.Tasks, c)
+			if _, err := t.emit(Line{Event: EvFiled, Task: c.ID, By: ByHost, From: orig.ID, Records: []Record{taskRec(c, false)}}, true); err != nil {
+				return "", err
+			}
+			cont = c.ID
+		}
+	}
+	return cont, t.commit()
+}

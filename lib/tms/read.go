@@ -1,0 +1,174 @@
+package tms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/runs"
+)
+
+func usage(format string, args ...any) error {
+	return errs.New(errs.ErrUsage, fmt.Sprintf(format, args...))
+}
+
+func conflict(format string, args ...any) error {
+	return errs.New(errs.ErrConflict, fmt.Sprintf(format, args...))
+}
+
+func notFound(format string, args ...any) error {
+	return errs.New(errs.ErrNotFound, fmt.Sprintf(format, args...))
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// finishedTasks reads the journal for every task that left tasks.json,
+// as it last left it.
+func finishedTasks(path string) (map[string]Task, error) {
+	out, _, err := finishedWithLines(path)
+	return out, err
+}
+
+// finishedWithLines is finishedTasks plus, for each finished task, the
+// journal line that finished it (without its records).
+func finishedWithLines(path string) (map[string]Task, map[string]Line, error) {
+	lines, err := readJournal(path, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, ends := map[string]Task{}, map[string]Line{}
+	for _, l := range lines {
+		for _, r := range l.Records {
+			if r.Task == nil {
+				continue
+			}
+			if r.Removed {
+				out[r.Task.ID] = *r.Task
+				e := l
+				e.Records = nil
+				ends[r.Task.ID] = e
+			} else {
+				delete(out, r.Task.ID)
+				delete(ends, r.Task.ID)
+			}
+		}
+	}
+	return out, ends, nil
+}
+
+// finish removes task i from the file with its final state, settles its
+// dependents and journals the change (one line, one version).
+func (t *txn) finish(id, state, event, run, by, reason string, ev *runs.Evidence) (Task, error) {
+	i := t.f.taskIndex(id)
+	task := cloneTask(t.f.Tasks[i])
+	task.State = state
+	task.Claim = nil
+	if run != "" {
+		task.LastRun = run
+	}
+	now := t.now
+	task.FinishedAt = &now
+	t.f.Tasks = append(t.f.Tasks[:i], t.f.Tasks[i+1:]...)
+	recs := []Record{taskRec(task, true)}
+	for k := range t.f.Tasks {
+		d := &t.f.Tasks[k]
+		if contains(d.DependsOn, id) {
+			if d.Settled == nil {
+				d.Settled = map[string]string{}
+			}
+			d.Settled[id] = state
+			recs = append(recs, taskRec(*d, false))
+		}
+	}
+	_, err := t.emit(Line{Event: event, Task: id, Run: run, By: by, Reason: reason, Evidence: ev, Records: recs}, true)
+	return task, err
+}
+
+// Get returns a live task (pending, claimed or needs-review) by exact id.
+func (p *Partition) Get(ctx context.Context, id string) (Task, error) {
+	f, err := p.Read(ctx)
+	if err != nil {
+		return Task{}, err
+	}
+	if task := f.Task(id); task != nil {
+		return *task, nil
+	}
+	return Task{}, notFound("task %s: not in worker %s's list", id, p.Name)
+}
+
+// Show returns a task by exact id: a live one from tasks.json, else a
+// finished one from the journal (reading it).
+func (p *Partition) Show(ctx context.Context, id string) (Task, error) {
+	task, err := p.Get(ctx, id)
+	if err == nil || !errors.Is(err, errs.ErrNotFound) {
+		return task, err
+	}
+	fin, err := finishedTasks(p.W.Journal())
+	if err != nil {
+		return Task{}, err
+	}
+	if t, ok := fin[id]; ok {
+		return t, nil
+	}
+	return Task{}, notFound("task %s: not found in worker %s", id, p.Name)
+}
+
+// ShowEnded is Show that, for a finished task, also returns the journal
+// line that finished it: its event, who ended it, the reason (a cancel's
+// why) and the evidence of the run's end. A live task has no such line
+// (nil).
+func (p *Partition) ShowEnded(ctx context.Context, id string) (Task, *Line, error) {
+	task, err := p.Get(ctx, id)
+	if err == nil || !errors.Is(err, errs.ErrNotFound) {
+		return task, nil, err
+	}
+	fin, ends, err := finishedWithLines(p.W.Journal())
+	if err != nil {
+		return Task{}, nil, err
+	}
+	if t, ok := fin[id]; ok {
+		e := ends[id]
+		return t, &e, nil
+	}
+	return Task{}, nil, notFound("task %s: not found in worker %s", id, p.Name)
+}
+
+// Read returns the partition as it is now (rolled forward if need be).
+func (p *Partition) Read(ctx context.Context) (*File, error) {
+	t, err := p.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.end()
+	return t.f, nil
+}
+
+// CeilingOf is the wall-clock limit of a run of task: its own ceiling, or
+// the org's default for its kind.
+func (p *Partition) CeilingOf(task *Task) time.Duration {
+	if task.Ceiling != "" {
+		if d, err := time.ParseDuration(task.Ceiling); err == nil && d > 0 {
+			return d
+		}
+	}
+	return p.Org.Ceiling(task.Kind)
+}
+
+func sortedKeys(m map[string]string) []string {
+	var k []string
+	for x := range m {
+		k = append(k, x)
+	}
+	sort.Strings(k)
+	return k
+}
