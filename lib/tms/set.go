@@ -212,7 +212,10 @@ func (p *Partition) SetTasks(ctx context.Context, in *SetInput, by string) (*Set
 }
 
 // planSet checks a set and, when every entry is allowed, applies it to
-// t.f and returns the journal line(s) to emit.
+// t.f and returns the journal line(s) to emit. Its steps: the tasks
+// listed, the pending tasks left out (canceled), the dependencies, the
+// templates listed and left out; then, if nothing was refused, the
+// records of every touched entry.
 func (t *txn) planSet(in *SetInput, by string) (*SetResult, []Line, error) {
 	if in.Version == nil {
 		return nil, nil, usage("set: the version read is required")
@@ -221,147 +224,201 @@ func (t *txn) planSet(in *SetInput, by string) (*SetResult, []Line, error) {
 		return nil, nil, errs.WithHint(conflict("set: stale version %d (the partition is at version %d); nothing changed", *in.Version, t.f.Version),
 			"re-read the schedule and retry")
 	}
-	var refused []Refusal
-	refuse := func(entry, format string, args ...any) {
-		refused = append(refused, Refusal{Entry: entry, Reason: fmt.Sprintf(format, args...)})
+	s := &setPlan{t: t, by: by, cur: t.f, seen: map[string]bool{}}
+	s.planTasks(in.Tasks)
+	s.cancelOmitted()
+	if err := s.checkDeps(); err != nil {
+		return nil, nil, err
 	}
-	cur := t.f
-	var result []Task
-	var changes []Change
-	var recs []Record
-	seen := map[string]bool{}
+	for _, cyc := range findCycles(s.result) {
+		s.refuse(cyc[0], "dependency cycle: %s", strings.Join(append(cyc, cyc[0]), " -> "))
+	}
+	s.planTemplates(in.Templates)
+	if len(s.refused) > 0 {
+		return nil, nil, &RefusedError{Refusals: s.refused}
+	}
+	s.recordTasks()
+	res := &SetResult{Version: t.f.Version, Changed: s.changes}
+	if len(s.changes) == 0 {
+		return res, nil, nil
+	}
+	t.f.Tasks = s.result
+	t.f.Templates = s.tpls
+	return res, []Line{{Event: EvSet, By: by, Changed: s.changes, Records: s.recs}}, nil
+}
+
+// setPlan is a set being checked: the tasks and templates it leaves, what
+// it changes and records, and every refusal so far. Nothing is written.
+type setPlan struct {
+	t        *txn
+	by       string
+	cur      *File
+	refused  []Refusal
+	seen     map[string]bool // task ids listed or created
+	result   []Task          // the tasks the set leaves in tasks.json
+	canceled []Task          // pending tasks left out
+	tpls     []Template      // the templates the set leaves
+	changes  []Change
+	recs     []Record
+}
+
+func (s *setPlan) refuse(entry, format string, args ...any) {
+	s.refused = append(s.refused, Refusal{Entry: entry, Reason: fmt.Sprintf(format, args...)})
+}
+
+// planTasks checks every listed task: a new one (no id) is created, a
+// pending one edited, any other kept as it is.
+func (s *setPlan) planTasks(entries []Task) {
 	newN := 0
-	for k := range in.Tasks {
-		e := in.Tasks[k]
+	for k := range entries {
+		e := entries[k]
 		if e.ID == "" {
 			newN++
-			name := fmt.Sprintf("new task %d", newN)
-			if e.Standing == Owner {
-				refuse(name, "creating owner entries is not allowed")
+			s.createTask(fmt.Sprintf("new task %d", newN), &e)
+			continue
+		}
+		if s.seen[e.ID] {
+			s.refuse(e.ID, "listed twice")
+			continue
+		}
+		s.seen[e.ID] = true
+		old := s.cur.Task(e.ID)
+		if old == nil {
+			s.refuse(e.ID, "no such pending task (leave id empty to create one)")
+			continue
+		}
+		s.editTask(old, &e)
+	}
+}
+
+// createTask files e as a new proactive task of kind filed.
+func (s *setPlan) createTask(name string, e *Task) {
+	t := s.t
+	if e.Standing == Owner {
+		s.refuse(name, "creating owner entries is not allowed")
+		return
+	}
+	if err := checkText(e.Text); err != nil {
+		s.refuse(name, "%v", err)
+		return
+	}
+	if e.Kind != "" && e.Kind != KindFiled {
+		s.refuse(name, "new tasks are of kind filed")
+		return
+	}
+	nt := Task{ID: t.newTaskID(), Text: e.Text, Kind: KindFiled, Standing: Proactive, State: Pending,
+		CreatedAt: t.now, ScheduledAt: e.ScheduledAt, DependsOn: e.DependsOn, Priority: e.Priority, By: s.by}
+	var err error
+	if nt.Ceiling, err = checkDuration("ceiling", e.Ceiling); err != nil {
+		s.refuse(name, "%v", err)
+		return
+	}
+	if e.Channel != "" {
+		s.refuse(name, "the channel of a task cannot be set")
+		return
+	}
+	for s.seen[nt.ID] || s.cur.Task(nt.ID) != nil {
+		nt.ID = t.newTaskID()
+	}
+	s.seen[nt.ID] = true
+	s.result = append(s.result, nt)
+	s.changes = append(s.changes, Change{nt.ID, "created"})
+}
+
+// editTask applies e's edits to the pending task old; a task in any other
+// state may only be listed unchanged.
+func (s *setPlan) editTask(old, e *Task) {
+	edited := editedTaskFields(old, e)
+	field := taskFieldChange(old, e)
+	if old.State != Pending {
+		if len(edited) > 0 || field != "" {
+			s.refuse(e.ID, "task is %s; it cannot be changed", old.State)
+		}
+		s.result = append(s.result, cloneTask(*old))
+		return
+	}
+	if field != "" {
+		s.refuse(e.ID, "field %s cannot be changed", field)
+		return
+	}
+	nt := cloneTask(*old)
+	for _, f := range edited {
+		switch f {
+		case "text":
+			if old.By != s.by {
+				s.refuse(e.ID, "editing the text of an entry it did not file (by %s) is not allowed", old.By)
 				continue
 			}
 			if err := checkText(e.Text); err != nil {
-				refuse(name, "%v", err)
+				s.refuse(e.ID, "%v", err)
 				continue
 			}
-			if e.Kind != "" && e.Kind != KindFiled {
-				refuse(name, "new tasks are of kind filed")
+			nt.Text = e.Text
+		case "priority":
+			nt.Priority = e.Priority
+		case "scheduled_at":
+			nt.ScheduledAt = e.ScheduledAt
+		case "depends_on":
+			nt.DependsOn = append([]string(nil), e.DependsOn...)
+		case "standing":
+			if e.Standing == Owner {
+				s.refuse(e.ID, "raising standing to owner is not allowed")
 				continue
 			}
-			nt := Task{ID: t.newTaskID(), Text: e.Text, Kind: KindFiled, Standing: Proactive, State: Pending,
-				CreatedAt: t.now, ScheduledAt: e.ScheduledAt, DependsOn: e.DependsOn, Priority: e.Priority, By: by}
-			var err error
-			if nt.Ceiling, err = checkDuration("ceiling", e.Ceiling); err != nil {
-				refuse(name, "%v", err)
+			if !validStanding(e.Standing) {
+				s.refuse(e.ID, "standing %q: must be owner or proactive", e.Standing)
 				continue
 			}
-			if e.Channel != "" {
-				refuse(name, "the channel of a task cannot be set")
-				continue
-			}
-			for seen[nt.ID] || cur.Task(nt.ID) != nil {
-				nt.ID = t.newTaskID()
-			}
-			seen[nt.ID] = true
-			result = append(result, nt)
-			changes = append(changes, Change{nt.ID, "created"})
-			continue
-		}
-		if seen[e.ID] {
-			refuse(e.ID, "listed twice")
-			continue
-		}
-		seen[e.ID] = true
-		old := cur.Task(e.ID)
-		if old == nil {
-			refuse(e.ID, "no such pending task (leave id empty to create one)")
-			continue
-		}
-		edited := editedTaskFields(old, &e)
-		field := taskFieldChange(old, &e)
-		if old.State != Pending {
-			if len(edited) > 0 || field != "" {
-				refuse(e.ID, "task is %s; it cannot be changed", old.State)
-			}
-			result = append(result, cloneTask(*old))
-			continue
-		}
-		if field != "" {
-			refuse(e.ID, "field %s cannot be changed", field)
-			continue
-		}
-		nt := cloneTask(*old)
-		for _, f := range edited {
-			switch f {
-			case "text":
-				if old.By != by {
-					refuse(e.ID, "editing the text of an entry it did not file (by %s) is not allowed", old.By)
-					continue
-				}
-				if err := checkText(e.Text); err != nil {
-					refuse(e.ID, "%v", err)
-					continue
-				}
-				nt.Text = e.Text
-			case "priority":
-				nt.Priority = e.Priority
-			case "scheduled_at":
-				nt.ScheduledAt = e.ScheduledAt
-			case "depends_on":
-				nt.DependsOn = append([]string(nil), e.DependsOn...)
-			case "standing":
-				if e.Standing == Owner {
-					refuse(e.ID, "raising standing to owner is not allowed")
-					continue
-				}
-				if !validStanding(e.Standing) {
-					refuse(e.ID, "standing %q: must be owner or proactive", e.Standing)
-					continue
-				}
-				nt.Standing = e.Standing
-			}
-		}
-		result = append(result, nt)
-		if len(edited) > 0 {
-			changes = append(changes, Change{nt.ID, "changed: " + strings.Join(edited, ", ")})
+			nt.Standing = e.Standing
 		}
 	}
-	// Omission cancels only what the worker may cancel: pending tasks.
-	var canceled []Task
-	for _, old := range cur.Tasks {
-		if seen[old.ID] {
+	s.result = append(s.result, nt)
+	if len(edited) > 0 {
+		s.changes = append(s.changes, Change{nt.ID, "changed: " + strings.Join(edited, ", ")})
+	}
+}
+
+// cancelOmitted cancels the pending tasks the set leaves out, the only
+// ones the worker may cancel; the others stay.
+func (s *setPlan) cancelOmitted() {
+	for _, old := range s.cur.Tasks {
+		if s.seen[old.ID] {
 			continue
 		}
 		if old.State == Pending {
 			c := cloneTask(old)
 			c.State = Canceled
-			now := t.now
+			now := s.t.now
 			c.FinishedAt = &now
-			canceled = append(canceled, c)
-			changes = append(changes, Change{old.ID, "canceled"})
+			s.canceled = append(s.canceled, c)
+			s.changes = append(s.changes, Change{old.ID, "canceled"})
 			continue
 		}
-		result = append(result, cloneTask(old))
+		s.result = append(s.result, cloneTask(old))
 	}
-	// Dependencies: every one must exist (live, canceled here, or finished).
+}
+
+// checkDeps refuses a pending task's dependency that does not exist
+// (live, canceled here, or finished) and settles the ones that ended.
+func (s *setPlan) checkDeps() error {
 	live := map[string]*Task{}
-	for i := range result {
-		live[result[i].ID] = &result[i]
+	for i := range s.result {
+		live[s.result[i].ID] = &s.result[i]
 	}
 	canceledIDs := map[string]bool{}
-	for _, c := range canceled {
+	for _, c := range s.canceled {
 		canceledIDs[c.ID] = true
 	}
 	var finished map[string]Task
-	for i := range result {
-		nt := &result[i]
+	for i := range s.result {
+		nt := &s.result[i]
 		if nt.State != Pending {
 			continue
 		}
 		for _, d := range nt.DependsOn {
 			switch {
 			case d == nt.ID:
-				refuse(nt.ID, "depends on itself")
+				s.refuse(nt.ID, "depends on itself")
 			case live[d] != nil:
 			case canceledIDs[d]:
 				if nt.Settled == nil {
@@ -372,8 +429,8 @@ func (t *txn) planSet(in *SetInput, by string) (*SetResult, []Line, error) {
 			default:
 				if finished == nil {
 					var err error
-					if finished, err = finishedTasks(t.p.W.Journal()); err != nil {
-						return nil, nil, err
+					if finished, err = finishedTasks(s.t.p.W.Journal()); err != nil {
+						return err
 					}
 				}
 				if ft, ok := finished[d]; ok {
@@ -382,7 +439,7 @@ func (t *txn) planSet(in *SetInput, by string) (*SetResult, []Line, error) {
 					}
 					nt.Settled[d] = ft.State
 				} else {
-					refuse(nt.ID, "unknown dependency %s", d)
+					s.refuse(nt.ID, "unknown dependency %s", d)
 				}
 			}
 		}
@@ -395,124 +452,129 @@ func (t *txn) planSet(in *SetInput, by string) (*SetResult, []Line, error) {
 			nt.Settled = nil
 		}
 	}
-	for _, cyc := range findCycles(result) {
-		refuse(cyc[0], "dependency cycle: %s", strings.Join(append(cyc, cyc[0]), " -> "))
-	}
-	// Templates.
-	var tpls []Template
+	return nil
+}
+
+// planTemplates checks every listed template (the heartbeat only as it
+// is, a new one created, an old one edited) and retires the ones left
+// out, except system templates.
+func (s *setPlan) planTemplates(entries []Template) {
 	tseen := map[string]bool{}
-	for k := range in.Templates {
-		e := in.Templates[k]
+	for k := range entries {
+		e := entries[k]
 		if tseen[e.ID] {
-			refuse("template "+e.ID, "listed twice")
+			s.refuse("template "+e.ID, "listed twice")
 			continue
 		}
 		tseen[e.ID] = true
-		old := cur.Template(e.ID)
-		if e.ID == HeartbeatID || (old != nil && old.System) {
+		old := s.cur.Template(e.ID)
+		switch {
+		case e.ID == HeartbeatID || (old != nil && old.System):
 			if old == nil || !templateEqual(old, &e) || (e.Cursor != nil && !timesEqual(e.Cursor, old.Cursor)) {
-				refuse("template "+e.ID, "the heartbeat system template cannot be touched")
+				s.refuse("template "+e.ID, "the heartbeat system template cannot be touched")
 				continue
 			}
-			tpls = append(tpls, *old)
-			continue
+			s.tpls = append(s.tpls, *old)
+		case e.System:
+			s.refuse("template "+e.ID, "system templates cannot be created")
+		case old == nil:
+			s.createTemplate(&e)
+		default:
+			s.editTemplate(old, &e)
 		}
-		if e.System {
-			refuse("template "+e.ID, "system templates cannot be created")
-			continue
-		}
-		if old == nil {
-			if e.Standing == Owner {
-				refuse("template "+e.ID, "creating owner entries is not allowed")
-				continue
-			}
-			nt := e
-			nt.By = by
-			if _, err := normalizeTemplate(&nt); err != nil {
-				refuse("template "+e.ID, "%v", err)
-				continue
-			}
-			c := t.now.Truncate(time.Second)
-			nt.Cursor = &c
-			tpls = append(tpls, nt)
-			changes = append(changes, Change{e.ID, "created"})
-			recs = append(recs, templateRec(nt, false))
-			continue
-		}
-		if e.Standing == Owner && old.Standing != Owner {
-			refuse("template "+e.ID, "raising standing to owner is not allowed")
-			continue
-		}
-		if e.By != "" && e.By != old.By {
-			refuse("template "+e.ID, "field by cannot be changed")
-			continue
-		}
-		if e.Cursor != nil && !timesEqual(e.Cursor, old.Cursor) {
-			refuse("template "+e.ID, "field cursor cannot be changed")
-			continue
-		}
-		nt := e
-		nt.By = old.By
-		nt.Cursor = old.Cursor
-		if _, err := normalizeTemplate(&nt); err != nil {
-			refuse("template "+e.ID, "%v", err)
-			continue
-		}
-		if nt.Text != old.Text && old.By != by {
-			refuse("template "+e.ID, "editing the text of an entry it did not file (by %s) is not allowed", old.By)
-			continue
-		}
-		if old.Standing == Owner && by != ByOwner && (!templateEqual(old, &nt) || nt.Standing != old.Standing) {
-			// Changing an owner-standing template (its cron, overlap, ...)
-			// would mint owner work the budget never holds: the same as
-			// creating an owner entry. Retiring it (omission) stays allowed.
-			refuse("template "+e.ID, "an owner-standing template cannot be changed by the worker (it may retire it)")
-			continue
-		}
-		if !templateEqual(old, &nt) || nt.Standing != old.Standing {
-			changes = append(changes, Change{e.ID, "changed"})
-			recs = append(recs, templateRec(nt, false))
-		}
-		tpls = append(tpls, nt)
 	}
-	for _, old := range cur.Templates {
+	for _, old := range s.cur.Templates {
 		if tseen[old.ID] {
 			continue
 		}
 		if old.System {
-			tpls = append(tpls, old)
+			s.tpls = append(s.tpls, old)
 			continue
 		}
-		changes = append(changes, Change{old.ID, "retired"})
-		recs = append(recs, templateRec(old, true))
+		s.changes = append(s.changes, Change{old.ID, "retired"})
+		s.recs = append(s.recs, templateRec(old, true))
 	}
-	if len(refused) > 0 {
-		return nil, nil, &RefusedError{Refusals: refused}
+}
+
+// createTemplate adds e as a new template by s.by, its cursor now.
+func (s *setPlan) createTemplate(e *Template) {
+	if e.Standing == Owner {
+		s.refuse("template "+e.ID, "creating owner entries is not allowed")
+		return
 	}
-	// Settle the dependents of canceled tasks; record every touched task.
+	nt := *e
+	nt.By = s.by
+	if _, err := normalizeTemplate(&nt); err != nil {
+		s.refuse("template "+e.ID, "%v", err)
+		return
+	}
+	c := s.t.now.Truncate(time.Second)
+	nt.Cursor = &c
+	s.tpls = append(s.tpls, nt)
+	s.changes = append(s.changes, Change{e.ID, "created"})
+	s.recs = append(s.recs, templateRec(nt, false))
+}
+
+// editTemplate applies e to the template old: its by and cursor never
+// change, nor, from the worker, an owner-standing template.
+func (s *setPlan) editTemplate(old, e *Template) {
+	by := s.by
+	if e.Standing == Owner && old.Standing != Owner {
+		s.refuse("template "+e.ID, "raising standing to owner is not allowed")
+		return
+	}
+	if e.By != "" && e.By != old.By {
+		s.refuse("template "+e.ID, "field by cannot be changed")
+		return
+	}
+	if e.Cursor != nil && !timesEqual(e.Cursor, old.Cursor) {
+		s.refuse("template "+e.ID, "field cursor cannot be changed")
+		return
+	}
+	nt := *e
+	nt.By = old.By
+	nt.Cursor = old.Cursor
+	if _, err := normalizeTemplate(&nt); err != nil {
+		s.refuse("template "+e.ID, "%v", err)
+		return
+	}
+	if nt.Text != old.Text && old.By != by {
+		s.refuse("template "+e.ID, "editing the text of an entry it did not file (by %s) is not allowed", old.By)
+		return
+	}
+	if old.Standing == Owner && by != ByOwner && (!templateEqual(old, &nt) || nt.Standing != old.Standing) {
+		// Changing an owner-standing template (its cron, overlap, ...)
+		// would mint owner work the budget never holds: the same as
+		// creating an owner entry. Retiring it (omission) stays allowed.
+		s.refuse("template "+e.ID, "an owner-standing template cannot be changed by the worker (it may retire it)")
+		return
+	}
+	if !templateEqual(old, &nt) || nt.Standing != old.Standing {
+		s.changes = append(s.changes, Change{e.ID, "changed"})
+		s.recs = append(s.recs, templateRec(nt, false))
+	}
+	s.tpls = append(s.tpls, nt)
+}
+
+// recordTasks records the canceled tasks and every task the set touched,
+// including dependents that only had a dependency settled.
+func (s *setPlan) recordTasks() {
 	byID := map[string]bool{}
-	for _, c := range changes {
+	for _, c := range s.changes {
 		byID[c.Entry] = true
 	}
-	for _, c := range canceled {
-		recs = append(recs, taskRec(c, true))
+	for _, c := range s.canceled {
+		s.recs = append(s.recs, taskRec(c, true))
 	}
-	for i := range result {
-		old := cur.Task(result[i].ID)
-		if old == nil || byID[result[i].ID] || !reflect.DeepEqual(*old, result[i]) {
-			if old != nil && !byID[result[i].ID] {
-				changes = append(changes, Change{result[i].ID, "settled"})
+	for i := range s.result {
+		old := s.cur.Task(s.result[i].ID)
+		if old == nil || byID[s.result[i].ID] || !reflect.DeepEqual(*old, s.result[i]) {
+			if old != nil && !byID[s.result[i].ID] {
+				s.changes = append(s.changes, Change{s.result[i].ID, "settled"})
 			}
-			recs = append(recs, taskRec(result[i], false))
+			s.recs = append(s.recs, taskRec(s.result[i], false))
 		}
 	}
-	res := &SetResult{Version: t.f.Version, Changed: changes}
-	if len(changes) == 0 {
-		return res, nil, nil
-	}
-	t.f.Tasks = result
-	t.f.Templates = tpls
-	return res, []Line{{Event: EvSet, By: by, Changed: changes, Records: recs}}, nil
 }
 
 // findCycles returns each dependency cycle among tasks once, as the ids on
