@@ -34,31 +34,16 @@
 // dependents' `settled` map when it finishes, so eligibility never reads the
 // journal.
 //
-// # API
+// # Use
 //
 // Open a partition with Open(home, worker, Options{Clock, Org, Worker});
 // a Partition holds no state between calls, so any number of processes may
-// use the same partition at once. Time comes from Options.Clock.
-//
-//   - People: Add, Relay, Cancel, Requeue, ResolveGate, AddTemplate,
-//     RemoveTemplate, SetTasks (by owner), Read, Get, Show, Journal, Due,
-//     Fsck, Rebuild. FindTask resolves an id prefix across workers.
-//   - The dispatcher, each tick: FireTemplates (keeps the heartbeat in step
-//     with the spec, fires due activations), Due (claimable tasks in claim
-//     order, reasons for the rest, holds, budget, the next wake-up), Claim,
-//     LiveClaims; Reclaim for a claimed task whose box is gone.
-//     BoxGone is the one rule for "gone" (Reclaim, Requeue and the
-//     dispatcher use it): box.json naming a live supervisor (pid, start
-//     time, boot id) is alive whatever else holds; one naming a dead
-//     supervisor is gone; a run whose run.json records its end (written
-//     by the supervisor or by `roster-box reap`) is gone whatever the
-//     claim's age; with neither, a claim younger than StartGrace (30 s) is
-//     spared, since its supervisor may still be starting. box.json is never
-//     removed once written: it records who supervised the run, and a stale
-//     one is harmless.
-//     CredentialsPresent and LowDisk are the holds; BudgetUsed the budget.
-//   - The box supervisor: StillClaimed before it starts the container and
-//     before it records the outcome; ApplyAction for each outbox action
-//     (file, set, propose; complete and fail are journaled and become the
-//     run's report); Attest when the box ends; CeilingOf for the run's limit.
+// use the same partition at once. Time comes from Options.Clock. Its
+// callers are people (roster-task), the dispatcher on each tick and the box
+// supervisor of each run; a file holds one job: filing (add.go), claims and
+// the host's attestation of a run (claim.go), canceling and requeueing
+// (cancel.go), gates (gates.go), the worker's set_tasks (set.go,
+// set_templates.go), templates and time (templates.go, due.go), outbox
+// actions (actions.go), reading and checking (read.go, journal.go,
+// fsck.go); partition.go is the lock, the change and the file formats.
 package tms
