@@ -1,6 +1,7 @@
 // Command roster-runs reads the permanent record of runs (tools.md,
 // "roster-runs"; dispatch-and-box.md, "Run records"): list, show, the
-// briefing and why, the transcript, the store changes, and pruning.
+// briefing and why, the transcript, the store changes, the gateway's
+// ledger, usage over runs, and pruning.
 //
 // A run is named by any unique prefix of its id, across all workers.
 package main
@@ -21,6 +22,7 @@ type CLI struct {
 	Recall  RecallCmd  `cmd:"" help:"Why each part of the briefing was included."`
 	Log     LogCmd     `cmd:"" help:"Print the box's transcript (stdout and stderr)."`
 	Changes ChangesCmd `cmd:"" help:"What the run changed in the store (store-changes.txt)."`
+	Gateway GatewayCmd `cmd:"" help:"Every request the run's gateway served or refused (gateway.jsonl)."`
 	Prune   PruneCmd   `cmd:"" help:"Delete old run folders (never a live one, never one a task refers to)."`
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -38,7 +39,9 @@ func (c *ShowCmd) Run(g *cli.Globals, env *cli.Env) error {
 
 func showBlock(w io.Writer, e runs.Entry, r *runs.Record) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	line := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, strings.ReplaceAll(v, "\n", " ")) }
+	// Every value may hold worker-supplied text (report, agent's words,
+	// hosts it asked for): one line each, escaped for the terminal.
+	line := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, cli.Printable(strings.ReplaceAll(v, "\n", " "))) }
 	line("run", e.ID)
 	line("worker", e.Worker)
 	if r.Task != "" {
@@ -73,6 +76,15 @@ func showBlock(w io.Writer, e runs.Entry, r *runs.Record) error {
 	line("ceiling", dash(r.Ceiling))
 	line("cost", fmt.Sprintf("wall %s, cpu %s, memory peak %s",
 		seconds(r.Cost.WallSeconds), seconds(r.Cost.CPUSeconds), bytesIEC(r.Cost.MemoryPeakBytes)))
+	if r.Cost.ModelCalls > 0 || r.Gateway != nil {
+		line("model", modelCost(r.Cost))
+	}
+	if g := r.Gateway; g != nil {
+		line("gateway", gatewaySummary(g))
+	}
+	if a := r.Agent; a != nil {
+		agentLines(line, a)
+	}
 	if len(r.Actions) == 0 {
 		line("actions", "none")
 	}
@@ -93,6 +105,80 @@ func showBlock(w io.Writer, e runs.Entry, r *runs.Record) error {
 	line("snapshot", dash(r.Snapshot))
 	line("folder", e.Dir)
 	return tw.Flush()
+}
+
+// modelCost is the gateway's measure of a run's model use.
+func modelCost(c runs.Cost) string {
+	s := fmt.Sprintf("%s, tokens %d in, %d out, %d cache read, %d cache write",
+		plural(c.ModelCalls, "call"), c.InputTokens, c.OutputTokens, c.CacheReadTokens, c.CacheWriteTokens)
+	switch {
+	case c.USD != nil:
+		s += ", " + usd(*c.USD)
+	case c.ModelCalls > 0:
+		s += ", not priced"
+	}
+	return s
+}
+
+func gatewaySummary(g *runs.GatewaySummary) string {
+	s := fmt.Sprintf("%s, %d refused", plural(g.Requests, "request"), g.Refused)
+	kinds := make([]string, 0, len(g.Refusals))
+	for k := range g.Refusals {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for i, k := range kinds {
+		kinds[i] = fmt.Sprintf("%s %d", k, g.Refusals[k])
+	}
+	if len(kinds) > 0 {
+		s += " (" + strings.Join(kinds, ", ") + ")"
+	}
+	if l := g.LastRefusal; l != nil {
+		s += "; last: " + l.Kind + " " + dash(l.Target)
+	}
+	return s
+}
+
+// agentExcerpt is how much of the agent's final text show prints.
+const agentExcerpt = 200
+
+// agentLines prints what the agent's own stream said; its cost is its
+// claim, labelled so, beside the gateway's measure that counts.
+func agentLines(line func(k, v string), a *runs.AgentRecord) {
+	s := dash(a.Name)
+	if a.Version != "" {
+		s += " " + a.Version
+	}
+	s += ", " + plural(a.Turns, "turn")
+	if a.StopReason != "" {
+		s += ", stop " + a.StopReason
+	}
+	line("agent", s)
+	if a.FinalText != "" {
+		text := strings.Join(strings.Fields(a.FinalText), " ")
+		if rs := []rune(text); len(rs) > agentExcerpt {
+			text = string(rs[:agentExcerpt]) + "…"
+		}
+		line("agent said", text)
+	}
+	if a.CostUSD != nil {
+		line("agent claim", usd(*a.CostUSD)+" (the agent's own figure; the gateway's is the one that counts)")
+	}
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// usd prints dollars: cents from a dollar up, else four decimals.
+func usd(v float64) string {
+	if v >= 1 || v == 0 {
+		return fmt.Sprintf("$%.2f", v)
+	}
+	return fmt.Sprintf("$%.4f", v)
 }
 
 func howEnded(r *runs.Record) string {
