@@ -429,16 +429,76 @@ func TestMissingStoreOrWorkerIsExit10(t *testing.T) {
 	if !strings.Contains(r.stderr, "no store at") {
 		t.Errorf("stderr %q", r.stderr)
 	}
-	plain := t.TempDir() // a store with no .locks folder
-	r = run(t, nil, "--home", h, "L", "--store", plain, "--", "true")
-	wantCode(t, r, 10)
-	if !strings.Contains(r.stderr, "no lock folder at "+plain+"/.locks") {
-		t.Errorf("stderr %q", r.stderr)
-	}
 	wantCode(t, run(t, nil, "--home", h, "L", "--worker", "nobody", "--", "true"), 10)
 	wantCode(t, run(t, nil, "--home", t.TempDir(), "L", "--worker", "w", "--", "true"), 10)
 	os.RemoveAll(filepath.Join(h, "data", "workers", "w", "locks"))
 	wantCode(t, run(t, nil, "--home", h, "L", "--worker", "w", "--", "true"), 10)
+}
+
+// TestStoreWithoutLocksFolderGetsOneMade: --store DIR makes DIR/.locks
+// when it is missing, as flock(1) makes its lock file; --ls makes nothing.
+func TestStoreWithoutLocksFolderGetsOneMade(t *testing.T) {
+	h, _ := testHome(t)
+	plain := t.TempDir()
+	r := run(t, nil, "--home", h, "--ls", "--store", plain)
+	wantCode(t, r, 0)
+	if _, err := os.Lstat(filepath.Join(plain, ".locks")); !os.IsNotExist(err) {
+		t.Fatalf("--ls made .locks (%v)", err)
+	}
+	wantCode(t, run(t, nil, "--home", h, "L", "--store", plain, "--", "true"), 0)
+	fi, err := os.Lstat(filepath.Join(plain, ".locks"))
+	if err != nil || !fi.IsDir() {
+		t.Fatalf(".locks not made a folder: %v %v", fi, err)
+	}
+	if _, err := os.Stat(filepath.Join(plain, ".locks", "L")); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, nil, "--home", h, "--ls", "--store", plain)
+	if !regexpLine(r.stdout, `^L\s+free`) {
+		t.Errorf("--ls:\n%s", r.stdout)
+	}
+}
+
+// TestSymlinkOrFIFOAtStoreLocksIsRefused: a .locks that is a symlink (to
+// a folder or dangling), a FIFO or a file is exit 14 and left as it is;
+// nothing is made through the link.
+func TestSymlinkOrFIFOAtStoreLocksIsRefused(t *testing.T) {
+	h, _ := testHome(t)
+	elsewhere := t.TempDir()
+	for _, kind := range []string{"symlink", "dangling", "fifo", "file"} {
+		t.Run(kind, func(t *testing.T) {
+			store := t.TempDir()
+			at := filepath.Join(store, ".locks")
+			var err error
+			switch kind {
+			case "symlink":
+				err = os.Symlink(elsewhere, at)
+			case "dangling":
+				err = os.Symlink(filepath.Join(elsewhere, "made"), at)
+			case "fifo":
+				err = unix.Mkfifo(at, 0o666)
+			case "file":
+				err = os.WriteFile(at, nil, 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			before, _ := os.Lstat(at)
+			r := run(t, nil, "--home", h, "L", "--store", store, "--", "true")
+			wantCode(t, r, 14)
+			if !strings.Contains(r.stderr, "is a symlink or not a folder") {
+				t.Errorf("stderr %q", r.stderr)
+			}
+			wantCode(t, run(t, nil, "--home", h, "--ls", "--store", store), 14)
+			after, err := os.Lstat(at)
+			if err != nil || after.Mode() != before.Mode() {
+				t.Errorf(".locks changed: %v %v", after, err)
+			}
+			if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+				t.Errorf("made through the link: %v", ents)
+			}
+		})
+	}
 }
 
 func TestSymlinkedLockIsRefusedAndTargetUntouched(t *testing.T) {

@@ -30,9 +30,12 @@ type lockInfo struct {
 // lock cannot have are skipped; a symlink, FIFO or folder under a lock
 // name is shown as refused, never opened through.
 func listLocks(env *cli.Env, dir *os.File, jsonOut bool) error {
-	names, err := dir.Readdirnames(-1)
-	if err != nil {
-		return fmt.Errorf("list %s: %w", dir.Name(), err)
+	var names []string
+	if dir != nil { // nil: a store with no .locks yet lists nothing
+		var err error
+		if names, err = dir.Readdirnames(-1); err != nil {
+			return fmt.Errorf("list %s: %w", dir.Name(), err)
+		}
 	}
 	sort.Strings(names)
 	procLocks, procErr := os.ReadFile("/proc/locks")

@@ -176,9 +176,12 @@ func (c *CLI) Run(g *cli.Globals, env *cli.Env) error {
 		if c.Name != "" || len(c.Command) > 0 || c.Shared || c.Nonblock || c.Wait.set {
 			return errs.New(errs.ErrUsage, "--ls takes no NAME, COMMAND, --shared, --nonblock or --wait")
 		}
-		dir, err := c.openFolder(g)
+		dir, err := c.openFolder(g, true)
 		if err != nil {
 			return err
+		}
+		if dir == nil { // a store with no .locks yet: no lock exists
+			return listLocks(env, nil, c.JSON)
 		}
 		defer dir.Close()
 		return listLocks(env, dir, c.JSON)
@@ -214,7 +217,7 @@ func (c *CLI) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	dir, err := c.openFolder(g)
+	dir, err := c.openFolder(g, false)
 	if err != nil {
 		return err
 	}
