@@ -14,8 +14,18 @@ PURE    := $(filter-out roster-box,$(notdir $(wildcard cmd/*)))
 BUILD_DEBS := gcc libseccomp-dev
 TEST_DEBS  := $(BUILD_DEBS) groff-base rsync util-linux
 BENCH_DEBS := $(TEST_DEBS) runc bubblewrap hyperfine
+# The real agent CLIs the tests and the demo run in boxes, from the npm
+# registry into the host's /usr (boxes mount it read-only, node included:
+# /usr/bin/node). Pinned to the newest releases whose engines allow the
+# machine's Node 20 and that were run here: pi 0.73.1 (engines >=20.6.0);
+# Claude Code 2.1.197, the last before its engines asked for Node >=22 (it
+# ships a native binary, so Node matters only to its installer).
+AGENT_PREFIX   ?= /usr
+PI_VERSION     := 0.73.1
+CLAUDE_VERSION := 2.1.197
+AGENT_PKGS     := @mariozechner/pi-coding-agent@$(PI_VERSION) @anthropic-ai/claude-code@$(CLAUDE_VERSION)
 
-.PHONY: all build deps deps-build deps-test deps-bench install-debs test test-short demo bench man-lint install clean fmt vet
+.PHONY: all build deps deps-build deps-test deps-bench deps-agents install-debs test test-short demo bench man-lint install clean fmt vet
 
 all: build
 
@@ -28,13 +38,28 @@ build: deps-build
 	fi
 
 # Install missing Debian packages (root only; a no-op when all are present).
-deps: deps-bench
+deps: deps-bench deps-agents
 deps-build:
 	@$(MAKE) --no-print-directory install-debs DEBS="$(BUILD_DEBS)"
 deps-test:
 	@$(MAKE) --no-print-directory install-debs DEBS="$(TEST_DEBS)"
 deps-bench:
 	@$(MAKE) --no-print-directory install-debs DEBS="$(BENCH_DEBS)"
+# Installs each pinned agent whose installed version differs (a no-op when
+# all are in place; root only). Needs node >= 20.6 and npm.
+deps-agents:
+	@command -v npm >/dev/null || $(MAKE) --no-print-directory install-debs DEBS="nodejs npm"
+	@node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a==20&&b>=6)?0:1)' || \
+		{ echo "node $$(node --version) is too old for pi $(PI_VERSION) (needs >= 20.6)"; exit 1; }
+	@missing=""; for p in $(AGENT_PKGS); do name=$${p%@*}; want=$${p##*@}; \
+		have=$$(node -p "require('$(AGENT_PREFIX)/lib/node_modules/$$name/package.json').version" 2>/dev/null); \
+		[ "$$have" = "$$want" ] || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "installing into $(AGENT_PREFIX):$$missing"; \
+			npm install -g --prefix $(AGENT_PREFIX) --no-fund --no-audit --loglevel=error $$missing; \
+		else echo "missing agents (install as root: make deps-agents):$$missing"; exit 1; fi; \
+	fi
 install-debs:
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -50,7 +75,7 @@ vet:
 
 # Every test: unit, end-to-end (real binaries, real boxes as root), fault,
 # and man-page lint. Go test -p 2 matches the 2-core machines.
-test: deps-test vet
+test: deps-test deps-agents vet
 	$(GO) test -tags seccomp -count=1 -p 2 -timeout 40m ./...
 
 test-short:
@@ -62,7 +87,7 @@ man-lint:
 		if [ -n "$$out" ]; then echo "$$m:"; echo "$$out"; exit 1; fi; \
 	done; echo "man pages lint clean"
 
-demo: build
+demo: build deps-agents
 	@bash contrib/demo.sh
 
 bench: deps-bench build
