@@ -178,17 +178,17 @@ func describeHolders(f *os.File) string {
 	return strings.Join(who, ", ")
 }
 
-// parseWait reads --wait: a Go duration ("300ms", "1m30s") or a bare
+// parseWait reads --wait: a duration ("300ms", "1m30s", "1d") or a bare
 // number of seconds ("5", "0.5") as flock(1) -w takes. Negative is refused.
 func parseWait(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, fmt.Errorf("empty duration")
 	}
-	d, err := time.ParseDuration(s)
+	d, err := home.ParseDuration(s)
 	if err != nil {
 		secs, ferr := strconv.ParseFloat(s, 64)
 		if ferr != nil || secs != secs {
-			return 0, fmt.Errorf("%q: not a duration (try 300ms, 5s, 2m, or a number of seconds)", s)
+			return 0, fmt.Errorf("%q: not a duration (try 300ms, 5s, 2m, 1d, or a number of seconds)", s)
 		}
 		if secs < 0 {
 			return 0, fmt.Errorf("%q: must not be negative", s)

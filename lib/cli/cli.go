@@ -16,6 +16,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/alecthomas/kong"
 
@@ -112,6 +113,7 @@ func MainEnv(env *Env, grammar any, args []string, opts ...kong.Option) (code in
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoExpandSubcommands: false}),
 		kong.Bind(env),
 		kong.BindTo(env.Ctx, (*context.Context)(nil)),
+		kong.TypeMapper(reflect.TypeFor[time.Duration](), durationMapper),
 	}
 	var globals *Globals
 	if g, ok := grammar.(hasGlobals); ok {
@@ -260,3 +262,19 @@ func helpVerbFree(grammar any) bool {
 	}
 	return cmds
 }
+
+// durationMapper reads every time.Duration flag as layout.md writes
+// durations (home.ParseDuration: s, m, h and d; a bare number other than
+// 0 is refused), not as Go's time.ParseDuration alone.
+var durationMapper = kong.MapperFunc(func(ctx *kong.DecodeContext, target reflect.Value) error {
+	var s string
+	if err := ctx.Scan.PopValueInto("duration", &s); err != nil {
+		return err
+	}
+	d, err := home.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	target.SetInt(int64(d))
+	return nil
+})

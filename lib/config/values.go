@@ -1,29 +1,37 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/roster-sh/roster/lib/home"
 )
 
 // Off is the word that disables a duration setting where layout.md allows it
 // (heartbeat, idle, budget.proactive).
 const Off = "off"
 
-// ParseDuration parses a Go duration ("30m", "1h30m") that must be positive.
-// With offOK, "off" is accepted and returns 0.
+// ParseDuration parses a duration ("30m", "1h30m", "2d": home.ParseDuration)
+// that must be positive. With offOK, "off" is accepted and returns 0.
 func ParseDuration(s string, offOK bool) (time.Duration, error) {
 	if offOK && s == Off {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(s)
+	d, err := home.ParseDuration(s)
 	if err != nil || d <= 0 {
+		like := `(like "30m", "1h30m" or "2d")`
 		if offOK {
-			return 0, fmt.Errorf("%q is not a positive duration (like \"30m\" or \"1h30m\") or \"off\"", s)
+			like += ` or "off"`
 		}
-		return 0, fmt.Errorf("%q is not a positive duration (like \"30m\" or \"1h30m\")", s)
+		msg := fmt.Sprintf("%q is not a positive duration %s", s, like)
+		if de := (*home.DurationError)(nil); errors.As(err, &de) && s != "" {
+			msg += ": " + de.Why
+		}
+		return 0, errors.New(msg)
 	}
 	return d, nil
 }

@@ -2,11 +2,11 @@ package runs
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/home"
 )
 
 // ParseSince reads a --since value: RFC 3339, "YYYY-MM-DD HH:MM" or
@@ -29,17 +29,10 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 		"time %q: use RFC 3339, \"YYYY-MM-DD HH:MM\", \"YYYY-MM-DD\" or an age like 36h or 7d", s))
 }
 
-// ParseAge reads a non-negative age: a Go duration ("90m", "36h") or a
-// whole number of days ("7d").
+// ParseAge reads a non-negative age: a duration ("90m", "36h", "7d",
+// "1d12h": home.ParseDuration).
 func ParseAge(s string) (time.Duration, error) {
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		days, err := strconv.Atoi(n)
-		if err != nil || days < 0 || days > 100000 {
-			return 0, errs.New(errs.ErrUsage, fmt.Sprintf("age %q: want a whole number of days, like 7d", s))
-		}
-		return time.Duration(days) * 24 * time.Hour, nil
-	}
-	d, err := time.ParseDuration(s)
+	d, err := home.ParseDuration(s)
 	if err != nil || d < 0 {
 		return 0, errs.New(errs.ErrUsage, fmt.Sprintf("age %q: want a duration like 90m, 36h or 7d", s))
 	}

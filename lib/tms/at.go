@@ -5,21 +5,22 @@ import (
 	"strings"
 	"time"
 
+	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/tms/sched"
 )
 
 // ParseAt reads a --at time: RFC 3339 ("2026-11-30T08:00:00Z"),
 // "YYYY-MM-DD HH:MM" in loc (host-local), or "+DUR" relative to now
-// ("+2h"). A time in the past is allowed: the task is due now.
+// ("+2h", "+1d"). A time in the past is allowed: the task is due now.
 func ParseAt(s string, now time.Time, loc *time.Location) (time.Time, error) {
 	if loc == nil {
 		loc = time.Local
 	}
 	s = strings.TrimSpace(s)
 	if strings.HasPrefix(s, "+") {
-		d, err := time.ParseDuration(s[1:])
+		d, err := home.ParseDuration(s[1:])
 		if err != nil || d < 0 || strings.HasPrefix(s[1:], "-") || strings.HasPrefix(s[1:], "+") {
-			return time.Time{}, usage("--at %q: not a duration after + (like +2h or +90m)", s)
+			return time.Time{}, usage("--at %q: not a duration after + (like +2h, +90m or +1d)", s)
 		}
 		return now.Add(d).UTC(), nil
 	}

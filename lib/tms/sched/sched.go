@@ -9,6 +9,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/home"
 )
 
 // Schedule is a parsed template spec, read in its zone. It never changes
@@ -63,7 +64,7 @@ func Parse(spec string, loc *time.Location) (s *Schedule, err error) {
 	}
 	s = &Schedule{spec: strings.TrimSpace(spec), loc: loc}
 	if rest, ok := strings.CutPrefix(body, "@every"); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
-		d, perr := time.ParseDuration(strings.TrimSpace(rest))
+		d, perr := home.ParseDuration(strings.TrimSpace(rest))
 		if perr != nil {
 			return nil, usage("cron spec %q: @every: %v", spec, perr)
 		}
@@ -165,14 +166,14 @@ func (s *Schedule) Between(after, until time.Time, max int) (acts []time.Time, m
 }
 
 // ParseWindow reads a template's window: "" (or any zero duration) is 0,
-// meaning no bound; otherwise a positive Go duration such as "2h" or "90m".
+// meaning no bound; otherwise a positive duration such as "2h", "90m" or "1d".
 func ParseWindow(v string) (time.Duration, error) {
 	if v == "" {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(v)
+	d, err := home.ParseDuration(v)
 	if err != nil {
-		return 0, usage("window %q: %v", v, strings.TrimPrefix(err.Error(), "time: "))
+		return 0, usage("window: %v", err)
 	}
 	if d < 0 {
 		return 0, usage("window %q: must not be negative", v)
