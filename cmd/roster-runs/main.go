@@ -23,6 +23,7 @@ type CLI struct {
 	Log     LogCmd     `cmd:"" help:"Print the box's transcript (stdout and stderr)."`
 	Changes ChangesCmd `cmd:"" help:"What the run changed in the store (store-changes.txt)."`
 	Gateway GatewayCmd `cmd:"" help:"Every request the run's gateway served or refused (gateway.jsonl)."`
+	Usage   UsageCmd   `cmd:"" help:"Runs, box time, CPU, model calls, tokens and spend, by day, worker or model."`
 	Prune   PruneCmd   `cmd:"" help:"Delete old run folders (never a live one, never one a task refers to)."`
 }
 
