@@ -36,6 +36,10 @@ type LedgerEntry struct {
 	CacheWriteTokens int64    `json:"cache_write_tokens,omitempty"`
 	CostUSD          *float64 `json:"cost_usd,omitempty"` // when the model is priced
 	RequestID        string   `json:"request_id,omitempty"`
+
+	// Dropped is set on the one line a ledger ends with when it reached its
+	// size bound (Kind "capped"): how many lines were counted, not written.
+	Dropped int64 `json:"dropped,omitempty"`
 }
 
 // Refusal kinds (docs/gateway.md, "Refusals"): the X-Roster-Refusal header,

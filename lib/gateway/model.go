@@ -1,0 +1,387 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log"
+	"mime"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/roster-sh/roster/lib/runs"
+)
+
+// modelProxy is the reverse proxy of every model route.
+type modelProxy struct {
+	g  *Gateway
+	rp *httputil.ReverseProxy
+	tr *http.Transport
+}
+
+// modelCall is one model request on its way through the proxy.
+type modelCall struct {
+	p        Provider
+	upstream *url.URL
+	cred     Credential
+	rest     string // the path after /PROVIDER, escaped
+	status   int
+	reqID    string
+	usage    *usageReader
+	up, down atomic.Int64
+	failed   string // why the upstream could not be reached
+}
+
+type callKey struct{}
+
+func newModelProxy(g *Gateway) *modelProxy {
+	m := &modelProxy{g: g}
+	m.tr = &http.Transport{
+		Proxy:                 nil, // upstreams are dialed directly
+		DialContext:           (&net.Dialer{Timeout: g.lim.DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          64,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   g.lim.DialTimeout,
+		ExpectContinueTimeout: time.Second,
+	}
+	m.rp = &httputil.ReverseProxy{
+		Rewrite:        m.rewrite,
+		Transport:      m.tr,
+		FlushInterval:  -1, // server-sent events reach the box as they come
+		ModifyResponse: m.modifyResponse,
+		ErrorHandler:   m.errorHandler,
+		ErrorLog:       log.New(io.Discard, "", 0),
+	}
+	return m
+}
+
+func (m *modelProxy) close() { m.tr.CloseIdleConnections() }
+
+// credentialHeaders are removed from every model request, whatever the
+// provider: the box holds only a placeholder, and nothing it sends may
+// choose whose account pays (OpenAI's organization and project headers
+// would pick one of the operator's).
+var credentialHeaders = []string{
+	"Authorization", "Proxy-Authorization", "X-Api-Key", "Api-Key", "Cookie",
+	"Anthropic-Api-Key", "Openai-Api-Key", "X-Goog-Api-Key", "Cf-Aig-Authorization",
+	"Openai-Organization", "Openai-Project", "Anthropic-Organization",
+	"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip",
+}
+
+// isCredentialHeader also catches names no list can foresee.
+func isCredentialHeader(name string) bool {
+	n := strings.ToLower(name)
+	for _, s := range []string{"auth", "api-key", "apikey", "token", "secret", "cookie", "session", "password", "credential"} {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// oauthBeta is the anthropic-beta feature the Messages API requires with
+// an OAuth access token (pi's anthropic provider sends it, with
+// claude-code-20250219, whenever its key is sk-ant-oat...).
+const oauthBeta = "oauth-2025-04-20"
+
+func (m *modelProxy) rewrite(pr *httputil.ProxyRequest) {
+	c := pr.In.Context().Value(callKey{}).(*modelCall)
+	out := pr.Out
+	u := *c.upstream
+	escaped := strings.TrimSuffix(u.EscapedPath(), "/") + c.rest
+	if escaped == "" {
+		escaped = "/"
+	}
+	u.Path, u.RawPath = escaped, ""
+	if p, err := url.PathUnescape(escaped); err == nil && p != escaped {
+		u.Path, u.RawPath = p, escaped
+	}
+	u.RawQuery = pr.In.URL.RawQuery
+	out.URL = &u
+	out.Host = ""
+	for _, h := range credentialHeaders {
+		out.Header.Del(h)
+	}
+	for name := range out.Header {
+		if isCredentialHeader(name) {
+			out.Header.Del(name)
+		}
+	}
+	// The upstream's answer must reach the usage reader uncompressed:
+	// without this header the transport asks for gzip and decodes it.
+	out.Header.Del("Accept-Encoding")
+	if _, ok := out.Header["User-Agent"]; !ok {
+		out.Header.Set("User-Agent", "") // no Go default
+	}
+	switch {
+	case c.p.Style == StyleAnthropic && c.cred.OAuth:
+		out.Header.Set("Authorization", "Bearer "+c.cred.Value)
+		out.Header.Set("Anthropic-Beta", withBeta(out.Header.Values("Anthropic-Beta"), oauthBeta, true))
+	case c.p.Style == StyleAnthropic:
+		out.Header.Set("X-Api-Key", c.cred.Value)
+		if vs := out.Header.Values("Anthropic-Beta"); len(vs) > 0 {
+			if b := withBeta(vs, oauthBeta, false); b != "" {
+				out.Header.Set("Anthropic-Beta", b)
+			} else {
+				out.Header.Del("Anthropic-Beta")
+			}
+		}
+	default:
+		out.Header.Set("Authorization", "Bearer "+c.cred.Value)
+	}
+	if out.Body != nil {
+		out.Body = &countingBody{rc: out.Body, n: &c.up}
+	}
+}
+
+// withBeta returns the anthropic-beta list with feature added (add) or
+// removed: the feature follows the credential injected, not the
+// placeholder the client's request was shaped by.
+func withBeta(values []string, feature string, add bool) string {
+	var keep []string
+	for _, v := range values {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" && f != feature {
+				keep = append(keep, f)
+			}
+		}
+	}
+	if add {
+		keep = append(keep, feature)
+	}
+	return strings.Join(keep, ",")
+}
+
+func (m *modelProxy) modifyResponse(resp *http.Response) error {
+	c := resp.Request.Context().Value(callKey{}).(*modelCall)
+	c.status = resp.StatusCode
+	c.reqID = clip(firstNonEmpty(resp.Header.Get("Request-Id"), resp.Header.Get("X-Request-Id")), 200)
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		resp.Header.Set("X-Roster-Refusal", runs.RefuseCredentialRejected)
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	c.usage = newUsageReader(c.p.Style, mt == "text/event-stream")
+	resp.Body = &meteredBody{rc: resp.Body, n: &c.down, w: c.usage}
+	return nil
+}
+
+func (m *modelProxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	c := r.Context().Value(callKey{}).(*modelCall)
+	if c.status != 0 {
+		return // the answer had begun: the copy was cut, nothing more to say
+	}
+	c.status = http.StatusBadGateway
+	c.failed = "upstream unreachable"
+	if errors.Is(err, context.Canceled) {
+		c.failed = "the box went away"
+		return
+	}
+	writeProviderError(w, c.p, http.StatusBadGateway, "api_error", "roster gateway: "+c.p.Name+" upstream "+c.upstream.Host+" unreachable")
+}
+
+func writeProviderError(w http.ResponseWriter, p Provider, status int, typ, msg string) {
+	var body string
+	if p.Style == StyleAnthropic {
+		body = `{"type":"error","error":{"type":` + strconv.Quote(typ) + `,"message":` + strconv.Quote(msg) + `}}`
+	} else {
+		body = `{"error":{"message":` + strconv.Quote(msg) + `,"type":` + strconv.Quote(typ) + `,"code":null,"param":null}}`
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	io.WriteString(w, body+"\n")
+}
+
+// serve answers one request to /PROVIDER/...: grant, budget and
+// credential checks, then the proxy, then the ledger line.
+func (m *modelProxy) serve(w http.ResponseWriter, r *http.Request, p Provider, start time.Time) {
+	g := m.g
+	up := g.upstreams[p.Name]
+	rest := strings.TrimPrefix(r.URL.EscapedPath(), "/"+p.Name)
+	entry := runs.LedgerEntry{Kind: "model", Provider: p.Name, Method: clip(r.Method, 20),
+		Host: up.Hostname(), Port: portOf(up), Path: clip(rest, 256)}
+	if entry.Path == "" {
+		entry.Path = "/"
+	}
+	rf := refusal{provider: &p, entry: entry, target: "/" + p.Name}
+	if !g.granted[p.Name] {
+		rf.kind, rf.msg = runs.RefuseProviderNotGranted, "this worker's [gateway] providers do not include "+p.Name
+		g.refuse(w, r, start, rf)
+		return
+	}
+	if why := g.budgetSpent(); why != "" {
+		rf.kind, rf.msg = runs.RefuseBudgetSpent, why
+		g.refuse(w, r, start, rf)
+		return
+	}
+	cred, err := Lookup(p, g.cfg.Creds, g.cfg.Now())
+	if err != nil {
+		// The box is told the kind, not the host's paths.
+		if errors.Is(err, ErrCredentialExpired) {
+			rf.kind, rf.msg, rf.hint = runs.RefuseCredentialExpired, p.Name+" login on the host has expired", "the operator must run pi on the host"
+		} else {
+			rf.kind, rf.msg, rf.hint = runs.RefuseNoCredential, "no "+p.Name+" credential on the host", "the operator must store one"
+		}
+		g.refuse(w, r, start, rf)
+		return
+	}
+	c := &modelCall{p: p, upstream: up, cred: cred, rest: rest}
+	r = r.WithContext(context.WithValue(r.Context(), callKey{}, c))
+	// ReverseProxy panics with http.ErrAbortHandler when a stream is cut
+	// mid-copy; the call is recorded all the same, then the panic goes on
+	// so that net/http aborts the connection.
+	defer func() {
+		rec := recover()
+		m.record(c, entry, start)
+		if rec != nil {
+			panic(rec)
+		}
+	}()
+	m.rp.ServeHTTP(w, r)
+}
+
+func (m *modelProxy) record(c *modelCall, entry runs.LedgerEntry, start time.Time) {
+	g := m.g
+	p := c.p
+	entry.At = start.UTC()
+	entry.Status = c.status
+	entry.BytesUp = c.up.Load()
+	entry.BytesDn = c.down.Load()
+	entry.RequestID = c.reqID
+	entry.Decision = "allowed"
+	if c.status == http.StatusUnauthorized || c.status == http.StatusForbidden {
+		entry.Decision = "refused"
+		entry.Refusal = runs.RefuseCredentialRejected
+	}
+	var u callUsage
+	if c.usage != nil {
+		u = c.usage.result()
+	}
+	entry.Model = u.Model
+	entry.InputTokens, entry.OutputTokens = u.Input, u.Output
+	entry.CacheReadTokens, entry.CacheWriteTokens = u.CacheRead, u.CacheWrite
+	entry.CostUSD = g.account(u)
+	entry.MS = g.cfg.Now().Sub(start).Milliseconds()
+	g.record(entry, "/"+p.Name)
+}
+
+// budgetSpent says why the budget refuses a model call now, or "".
+func (g *Gateway) budgetSpent() string {
+	b := g.cfg.Budget
+	if b == nil {
+		return ""
+	}
+	g.mu.Lock()
+	tokens := b.SpentTokens + g.usage.InputTokens + g.usage.OutputTokens
+	usd := b.SpentUSD + g.usd
+	g.mu.Unlock()
+	if b.Tokens > 0 && tokens >= b.Tokens {
+		return "the worker has used " + strconv.FormatInt(tokens, 10) + " of its " + strconv.FormatInt(b.Tokens, 10) + " proactive tokens today"
+	}
+	if b.USD > 0 && usd >= b.USD {
+		return "the worker has spent $" + strconv.FormatFloat(usd, 'f', 2, 64) + " of its $" + strconv.FormatFloat(b.USD, 'f', 2, 64) + " proactive budget today"
+	}
+	return ""
+}
+
+// account adds a call's usage to the run's and returns its cost when the
+// model is priced.
+func (g *Gateway) account(u callUsage) *float64 {
+	price, priced := g.priceOf(u.Model)
+	var cost *float64
+	if priced {
+		v := (float64(u.Input)*price.Input + float64(u.Output)*price.Output +
+			float64(u.CacheRead)*price.CacheRead + float64(u.CacheWrite)*price.CacheWrite) / 1e6
+		cost = &v
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.usage.ModelCalls++
+	g.usage.InputTokens += u.Input
+	g.usage.OutputTokens += u.Output
+	g.usage.CacheReadTokens += u.CacheRead
+	g.usage.CacheWriteTokens += u.CacheWrite
+	if cost != nil {
+		g.usd += *cost
+	} else if u.sawUsage {
+		g.unpriced++
+	}
+	return cost
+}
+
+// priceOf finds a model's price: its exact name, else the longest priced
+// name it extends with "-" (claude-sonnet-4-5-20250929 takes
+// claude-sonnet-4-5's price).
+func (g *Gateway) priceOf(model string) (Price, bool) {
+	if model == "" {
+		return Price{}, false
+	}
+	if p, ok := g.cfg.Prices[model]; ok {
+		return p, true
+	}
+	best, found := "", false
+	for name := range g.cfg.Prices {
+		if strings.HasPrefix(model, name+"-") && len(name) > len(best) {
+			best, found = name, true
+		}
+	}
+	return g.cfg.Prices[best], found
+}
+
+func portOf(u *url.URL) int {
+	if p := u.Port(); p != "" {
+		n, _ := strconv.Atoi(p)
+		return n
+	}
+	if u.Scheme == "https" {
+		return 443
+	}
+	return 80
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// countingBody counts a request body's bytes on their way up.
+type countingBody struct {
+	rc io.ReadCloser
+	n  *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+func (b *countingBody) Close() error { return b.rc.Close() }
+
+// meteredBody counts a response body's bytes and shows them to the usage
+// reader on their way down.
+type meteredBody struct {
+	rc io.ReadCloser
+	n  *atomic.Int64
+	w  io.Writer
+}
+
+func (b *meteredBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.n.Add(int64(n))
+		b.w.Write(p[:n])
+	}
+	return n, err
+}
+func (b *meteredBody) Close() error { return b.rc.Close() }
