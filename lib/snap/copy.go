@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -253,4 +255,68 @@ func openDirAt(dir int, name string) (int, error) {
 		return err
 	})
 	return fd, err
+}
+
+// readFileAt reads a host-written file below dir (no symlinks followed).
+func readFileAt(dir int, names ...string) ([]byte, error) {
+	cur := dir
+	for i, n := range names {
+		if i == len(names)-1 {
+			fd, err := openRead(cur, n)
+			if cur != dir {
+				unix.Close(cur)
+			}
+			if err != nil {
+				return nil, err
+			}
+			f := os.NewFile(uintptr(fd), n)
+			defer f.Close()
+			var st unix.Stat_t
+			if err := unix.Fstat(fd, &st); err != nil {
+				return nil, err
+			}
+			// One read into a buffer of the right size (a manifest can be
+			// tens of MB: no growing and copying).
+			b := make([]byte, 0, st.Size+1)
+			for {
+				n, err := f.Read(b[len(b):cap(b)])
+				b = b[:len(b)+n]
+				if err == io.EOF {
+					return b, nil
+				}
+				if err != nil {
+					return nil, err
+				}
+				if len(b) == cap(b) {
+					b = append(b, 0)[:len(b)] // it grew since the stat
+				}
+			}
+		}
+		fd, err := openDirAt(cur, n)
+		if cur != dir {
+			unix.Close(cur)
+		}
+		if err != nil {
+			return nil, err
+		}
+		cur = fd
+	}
+	return nil, os.ErrInvalid
+}
+
+// openPath opens a folder below dir, one component at a time, never
+// following a symlink.
+func openPath(dir int, path string) (int, error) {
+	cur := dir
+	for _, c := range strings.Split(path, "/") {
+		fd, err := openDirAt(cur, c)
+		if cur != dir {
+			unix.Close(cur)
+		}
+		if err != nil {
+			return -1, err
+		}
+		cur = fd
+	}
+	return cur, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -140,6 +141,100 @@ func (s *session) walkRoots(w *walker, roots []root, prevID string) error {
 		closeFd(prevRoot)
 		if err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// recordEntries stats every restored regular file now that its names
+// and ctime are final (the old trees are deleted or in .trash/; a reused
+// inode is only reused when no box is live, so its old name is deleted
+// here, never later) and pairs it with the snapshot inode it was
+// restored from. The stats run on a pool, one walker opening folders.
+func (s *session) recordEntries(trees []restoreTree) ([]Entry, error) {
+	p := newPool()
+	var werr error
+	for ti := range trees {
+		if werr = s.recordTree(p, &trees[ti]); werr != nil {
+			p.fail(werr)
+			break
+		}
+	}
+	if err := p.wait(); werr == nil {
+		werr = err
+	}
+	if werr != nil {
+		return nil, werr
+	}
+	var out []Entry
+	for ti := range trees {
+		t := &trees[ti]
+		for i := range t.entries {
+			if t.rec[i].SnapIno != 0 {
+				out = append(out, t.rec[i])
+			}
+		}
+		t.rec = nil
+	}
+	return out, nil
+}
+
+// recordTree fills t.rec (per entry: the restored file as it is now, with
+// its snapshot inode) for every regular file with a known snapshot inode
+// and the metadata the snapshot gave it.
+func (s *session) recordTree(p *pool, t *restoreTree) error {
+	t.rec = make([]Entry, len(t.entries))
+	root, err := openDirAt(t.parent, t.name)
+	if err != nil {
+		return err
+	}
+	type level struct {
+		path string
+		fd   int
+		ref  *dirRef
+	}
+	newLevel := func(path string, fd int) level {
+		return level{path: path, fd: fd, ref: p.newDirRef(func(bool) error { unix.Close(fd); return nil })}
+	}
+	stack := []level{newLevel(t.path, root)}
+	defer func() {
+		for i := len(stack) - 1; i >= 0; i-- {
+			stack[i].ref.release()
+		}
+	}()
+	for i := 1; i < len(t.entries); i++ {
+		e := &t.entries[i]
+		slash := strings.LastIndexByte(e.Path, '/')
+		parent, name := e.Path[:slash], e.Path[slash+1:]
+		for len(stack) > 1 && stack[len(stack)-1].path != parent {
+			stack[len(stack)-1].ref.release()
+			stack = stack[:len(stack)-1]
+		}
+		top := stack[len(stack)-1]
+		if top.path != parent {
+			return fmt.Errorf("%w: %s is not in walk order", ErrBadManifest, EscapeName(e.Path))
+		}
+		switch {
+		case e.Type == TypeDir:
+			fd, err := openDirAt(top.fd, name)
+			if err != nil {
+				return fmt.Errorf("open restored %s: %w", EscapeName(e.Path), err)
+			}
+			stack = append(stack, newLevel(e.Path, fd))
+		case e.Type == TypeFile && t.sino[i] != 0:
+			dir, i := top.fd, i
+			top.ref.run(func(*[]byte) error {
+				var st unix.Stat_t
+				if unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+					return nil
+				}
+				now := entryOf(t.entries[i].Path, &st)
+				if sameMeta(&now, &t.entries[i]) {
+					now.SnapIno = t.sino[i]
+					t.rec[i] = now
+				}
+				return nil
+			})
 		}
 	}
 	return nil

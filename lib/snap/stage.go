@@ -1,0 +1,370 @@
+package snap
+
+import (
+	"fmt"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/roster-sh/roster/lib/home"
+)
+
+// stager carries what staging several trees of one restore shares: the
+// pool, and hardlink groups (a group may span the store and a channel
+// store: its later names link to the first one made, in whichever
+// staging tree that is).
+type stager struct {
+	pool   *pool
+	roots  []int           // each staged tree's top folder, open until every tree is staged
+	groups map[int]groupAt // hardlink group -> its first restored name
+	pre    string          // the pre-restore snapshot ("" when live files are not reused)
+	preIdx map[string]*Entry
+}
+
+type groupAt struct {
+	root int    // index into roots
+	rel  string // path below that tree's top
+	sino uint64 // the snapshot inode its bytes are
+}
+
+func newStager() *stager {
+	return &stager{pool: newPool(), groups: map[int]groupAt{}}
+}
+
+// close waits for the pool and closes the trees' top folders.
+func (sg *stager) close() error {
+	err := sg.pool.wait()
+	for _, fd := range sg.roots {
+		closeFd(fd)
+	}
+	sg.roots = nil
+	return err
+}
+
+// stage copies tree t out of snapshot from into a new staging folder in
+// the worker's folder: new inodes (hardlinks kept), with the manifest's
+// owners, modes and times applied on descriptors. One walker makes the
+// folders in manifest order; the files are linked or copied on the pool,
+// and a folder's own metadata is applied once its entries are made.
+//
+// With reuse, a regular file whose live inode is provably the one the
+// snapshot copied, untouched since (see reusable), is linked from the live
+// tree instead of copied: the old tree is deleted after the swap, so the
+// restored tree ends up the only owner of that inode. Live inodes are
+// never shared with a snapshot (take never links a live file), so this
+// never links a snapshot's inode into the store.
+func (s *session) stage(sg *stager, t *restoreTree, from string, reuse bool, progress func(int)) error {
+	snap, err := openDirAt(s.snaps, from)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(snap)
+	src, err := openPath(snap, t.path)
+	if err != nil {
+		return fmt.Errorf("snapshot %s: open %s: %w", from, t.path, err)
+	}
+	if err := unix.Mkdirat(s.wdir, t.staging, 0o700); err != nil {
+		unix.Close(src)
+		return fmt.Errorf("make %s: %w", t.staging, err)
+	}
+	t.made = true
+	dst, err := openDirAt(s.wdir, t.staging)
+	if err != nil {
+		unix.Close(src)
+		return err
+	}
+	rootFd, err := openDirAt(s.wdir, t.staging)
+	if err != nil {
+		unix.Close(src)
+		unix.Close(dst)
+		return err
+	}
+	ri := len(sg.roots)
+	sg.roots = append(sg.roots, rootFd)
+	t.sino = make([]uint64, len(t.entries))
+	live, liveDev, pre := -1, uint64(0), -1
+	if reuse {
+		if fd, err := openDirAt(t.parent, t.name); err == nil {
+			var st unix.Stat_t
+			if unix.Fstat(fd, &st) == nil {
+				live, liveDev = fd, st.Dev
+			} else {
+				unix.Close(fd)
+			}
+		}
+		if sg.pre != "" {
+			if fd, err := openDirAt(s.snaps, sg.pre); err == nil {
+				if pfd, err := openPath(fd, t.path); err == nil {
+					pre = pfd
+				}
+				unix.Close(fd)
+			}
+		}
+	}
+	type level struct {
+		path string
+		src  int
+		dst  int
+		live int // the same folder in the live tree; -1 if none (or not reusing)
+		pre  int // the same folder in the pre-restore snapshot; -1 if none (or not reusing)
+		ref  *dirRef
+		jobs []int // files (entry indices) waiting to go to the pool as one operation
+	}
+	newLevel := func(path string, src, dst, live, pre int, e *Entry) level {
+		ref := sg.pool.newDirRef(func(failed bool) error {
+			var err error
+			if !failed {
+				if err = applyMeta(dst, e, e.Mtime); err != nil {
+					err = fmt.Errorf("restore %s: %w", EscapeName(path), err)
+				}
+			}
+			unix.Close(src)
+			unix.Close(dst)
+			closeFd(live)
+			closeFd(pre)
+			return err
+		})
+		return level{path: path, src: src, dst: dst, live: live, pre: pre, ref: ref}
+	}
+	// put restores entry i (a regular file) as name in level l: a link to
+	// the live file when that provably holds the snapshot's bytes, else a
+	// copy. It notes the snapshot inode the result holds.
+	put := func(l level, i int, name string, buf *[]byte) error {
+		e := &t.entries[i]
+		if l.live >= 0 {
+			if sino := reusable(l.live, l.pre, l.src, name, liveDev, e, sg.preIdx[e.Path]); sino != 0 && unix.Linkat(l.live, name, l.dst, name, 0) == nil {
+				t.sino[i] = sino
+				return nil
+			}
+		}
+		sino, err := restoreFile(l.src, l.dst, name, e, buf)
+		if err != nil {
+			return fmt.Errorf("restore %s: %w", EscapeName(e.Path), err)
+		}
+		t.sino[i] = sino
+		return nil
+	}
+	// flush queues a folder's waiting files as one operation (see batch).
+	flush := func(l *level) {
+		if len(l.jobs) == 0 {
+			return
+		}
+		jobs, lv := l.jobs, *l
+		l.jobs = nil
+		l.ref.run(func(buf *[]byte) error {
+			for _, i := range jobs {
+				if sg.pool.failed.Load() {
+					return nil
+				}
+				p := t.entries[i].Path
+				if err := put(lv, i, p[strings.LastIndexByte(p, '/')+1:], buf); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	stack := []level{newLevel(t.path, src, dst, live, pre, &t.entries[0])}
+	defer func() {
+		for i := len(stack) - 1; i >= 0; i-- {
+			flush(&stack[i])
+			stack[i].ref.release()
+		}
+	}()
+	if t.path == home.SnapStoreDir {
+		if err := s.makeLocksMount(dst); err != nil {
+			return err
+		}
+	}
+	for i := 1; i < len(t.entries); i++ {
+		if err := sg.pool.Err(); err != nil {
+			return err
+		}
+		e := &t.entries[i]
+		if progress != nil {
+			progress(1)
+		}
+		slash := strings.LastIndexByte(e.Path, '/')
+		parent, name := e.Path[:slash], e.Path[slash+1:]
+		for len(stack) > 1 && stack[len(stack)-1].path != parent {
+			flush(&stack[len(stack)-1])
+			stack[len(stack)-1].ref.release()
+			stack = stack[:len(stack)-1]
+		}
+		top := stack[len(stack)-1]
+		if top.path != parent {
+			return fmt.Errorf("%w: snapshot %s: %s is not in walk order", ErrBadManifest, from, EscapeName(e.Path))
+		}
+		switch e.Type {
+		case TypeDir:
+			if err := unix.Mkdirat(top.dst, name, 0o700); err != nil {
+				return fmt.Errorf("restore %s: %w", EscapeName(e.Path), err)
+			}
+			d, err := openDirAt(top.dst, name)
+			if err != nil {
+				return err
+			}
+			sfd, err := openDirAt(top.src, name)
+			if err != nil {
+				unix.Close(d)
+				return fmt.Errorf("snapshot %s: %s: %w", from, EscapeName(e.Path), err)
+			}
+			lfd, pfd := -1, -1
+			if top.live >= 0 {
+				if fd, err := openDirAt(top.live, name); err == nil {
+					lfd = fd
+				}
+			}
+			if top.pre >= 0 {
+				if fd, err := openDirAt(top.pre, name); err == nil {
+					pfd = fd
+				}
+			}
+			stack = append(stack, newLevel(e.Path, sfd, d, lfd, pfd, e))
+		case TypeSymlink:
+			if err := unix.Symlinkat(e.Target, top.dst, name); err != nil {
+				return fmt.Errorf("restore %s: %w", EscapeName(e.Path), err)
+			}
+			if err := applyLinkMeta(top.dst, name, e); err != nil {
+				return fmt.Errorf("restore %s: %w", EscapeName(e.Path), err)
+			}
+		case TypeFile:
+			if e.Group == 0 {
+				// The common case, on the pool.
+				l := &stack[len(stack)-1]
+				if l.jobs = append(l.jobs, i); len(l.jobs) >= batchSize {
+					flush(l)
+				}
+				continue
+			}
+			// Hardlink groups in order, on the walker: the first name is
+			// made, the others link to it.
+			relead := false
+			if g, ok := sg.groups[e.Group]; ok {
+				if unix.Linkat(sg.roots[g.root], g.rel, top.dst, name, 0) == nil {
+					t.sino[i] = g.sino
+					continue
+				}
+				relead = true // EMLINK: this name's inode takes the later ones
+			}
+			// A group's first name is always a fresh copy (never the live
+			// inode, whose old names still count toward the link limit),
+			// so every name of the group fits on one inode.
+			var buf []byte
+			sino, err := restoreFile(top.src, top.dst, name, e, &buf)
+			if err != nil {
+				return fmt.Errorf("restore %s: %w", EscapeName(e.Path), err)
+			}
+			t.sino[i] = sino
+			if _, ok := sg.groups[e.Group]; !ok || relead {
+				sg.groups[e.Group] = groupAt{root: ri, rel: e.Path[len(t.path)+1:], sino: t.sino[i]}
+			}
+		}
+	}
+	return nil
+}
+
+// reusable reports whether the live file name in live provably holds
+// what the snapshot holds for e, so it can be linked into the restored
+// tree instead of copied, and returns the snapshot inode whose bytes it
+// holds (0: not reusable). It must be a regular file on the live tree's
+// filesystem with e's mode, owner, size and mtime, and either
+//
+//   - the very inode and ctime the snapshot recorded as its source (the
+//     kernel sets ctime on every write, chmod, chown, link or unlink and
+//     no caller can set it: an equal ctime means untouched since), or
+//   - the inode and ctime the pre-restore snapshot just recorded (pe),
+//     when that snapshot's copy (in pre) is the very inode the restored
+//     snapshot's copy (in src) is: snapshot inodes never change, so the
+//     bytes are the same. This is what makes a second restore (an undo)
+//     cheap, after the first gave every file a new ctime.
+func reusable(live, pre, src int, name string, dev uint64, e, pe *Entry) uint64 {
+	var st unix.Stat_t
+	if unix.Fstatat(live, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return 0
+	}
+	if now := entryOf(e.Path, &st); st.Dev != dev || e.Type != TypeFile || !sameMeta(&now, e) {
+		return 0
+	}
+	var sst unix.Stat_t
+	if unix.Fstatat(src, name, &sst, unix.AT_SYMLINK_NOFOLLOW) != nil || sst.Mode&unix.S_IFMT != unix.S_IFREG {
+		return 0
+	}
+	if !e.Unstable && e.Ino != 0 && st.Ino == e.Ino && st.Ctim.Nano() == e.Ctime {
+		return sst.Ino
+	}
+	if pre < 0 || pe == nil || pe.Type != TypeFile || pe.Unstable || pe.Ino != st.Ino || pe.Ctime != st.Ctim.Nano() {
+		return 0
+	}
+	var pst unix.Stat_t
+	if unix.Fstatat(pre, name, &pst, unix.AT_SYMLINK_NOFOLLOW) != nil || pst.Mode&unix.S_IFMT != unix.S_IFREG ||
+		pst.Ino != sst.Ino || pst.Dev != sst.Dev {
+		return 0
+	}
+	return sst.Ino
+}
+
+// makeLocksMount makes the store's .locks mount point in a restored store:
+// an empty folder with the owner and mode the live one has (root 0755 if
+// there is none).
+func (s *session) makeLocksMount(dst int) error {
+	uid, gid, mode := 0, 0, uint32(0o755)
+	var st unix.Stat_t
+	haveTimes := false
+	if live, err := openDirAt(s.wdir, home.SnapStoreDir); err == nil {
+		if unix.Fstatat(live, home.StoreLocksName, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			uid, gid, mode = int(st.Uid), int(st.Gid), st.Mode&0o7777
+			haveTimes = true
+		}
+		unix.Close(live)
+	}
+	if err := unix.Mkdirat(dst, home.StoreLocksName, 0o700); err != nil {
+		return fmt.Errorf("make %s: %w", home.StoreLocksName, err)
+	}
+	fd, err := openDirAt(dst, home.StoreLocksName)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := unix.Fchown(fd, uid, gid); err != nil {
+		return err
+	}
+	if err := unix.Fchmod(fd, mode); err != nil {
+		return err
+	}
+	if haveTimes {
+		return futimens(fd, st.Atim.Nano(), st.Mtim.Nano())
+	}
+	return nil
+}
+
+// restoreFile copies one snapshot file into a new inode of the staging
+// tree. It returns the snapshot file's inode.
+func restoreFile(src, dst int, name string, e *Entry, buf *[]byte) (uint64, error) {
+	if copyFault != nil {
+		if err := copyFault(e.Path); err != nil {
+			return 0, err
+		}
+	}
+	sfd, err := openRead(src, name)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(sfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(sfd, &st); err != nil {
+		return 0, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return 0, fmt.Errorf("not a regular file in the snapshot")
+	}
+	dfd, err := unix.Openat(dst, name, openNewFlags, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(dfd)
+	if err := copyData(sfd, dfd, st.Size, buf); err != nil {
+		return 0, err
+	}
+	return st.Ino, applyMeta(dfd, e, e.Mtime)
+}
