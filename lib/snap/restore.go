@@ -64,7 +64,10 @@ type restoreTree struct {
 }
 
 // Restore replaces worker w's store (and channel stores) with a snapshot's
-// copy (store.md, "Restore"), under the store lock held exclusively.
+// copy (store.md, "Restore"), under the store lock held exclusively. Its
+// steps: resolve the snapshot and its trees, take the pre-restore snapshot
+// (the undo), stage every tree, swap them all in, dispose of the old ones,
+// and write the restore record.
 func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreResult, error) {
 	s, err := open(ctx, w, opt.Wait)
 	if err != nil {
@@ -85,71 +88,113 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 	if err != nil {
 		return nil, err
 	}
-	var want []Entry
-	if len(trees) == 1 {
-		want = trees[0].entries // no copy
-	} else {
-		for _, t := range trees {
-			want = append(want, t.entries...)
-		}
-	}
 	if opt.DryRun {
 		live, err := s.liveEntries(trees)
 		if err != nil {
 			return nil, err
 		}
-		res.Changes = compare(live, index(live), want, true)
+		res.Changes = compare(live, index(live), wanted(trees), true)
 		return res, nil
 	}
-	boxes, err := runs.LiveBoxesStrict(w)
+	boxes, err := s.checkBoxes(opt.Force)
 	if err != nil {
-		if !opt.Force {
-			return nil, fmt.Errorf("worker %q: check for live boxes: %w", w.Name, err)
-		}
-		boxes = []runs.BoxInfo{{Worker: w.Name}} // unknown: restore as if a box were live
-	}
-	if len(boxes) > 0 && !opt.Force {
-		return nil, errs.WithHint(errs.New(errs.ErrConflict, fmt.Sprintf("worker %q has a live box (run %s): refusing to restore under it", w.Name, boxes[0].Run)),
-			"wait for the run to end, or use --force (the box keeps the old tree until it ends)")
+		return nil, err
 	}
 	if err := s.cleanup(); err != nil {
 		return nil, err
 	}
+	pre, live, err := s.preTake(ctx, &opt.Options, trees)
+	if err != nil {
+		return nil, err
+	}
+	res.PreRestore = pre
+	liveIdx := index(live)
+	res.Changes = compare(live, liveIdx, wanted(trees), true)
+	// Live inodes may be reused only when nothing can write into the old
+	// tree after the swap: no box is live, and --force was not asked for.
+	sg := newStager()
+	reuse := len(boxes) == 0 && !opt.Force
+	if reuse {
+		sg.pre, sg.preIdx = pre, liveIdx
+	}
+	if err := s.stageAll(sg, trees, from, reuse, opt.Progress); err != nil {
+		return res, err
+	}
+	olds, err := s.swapAll(trees, pre)
+	if err != nil {
+		return res, err
+	}
+	if err := s.disposeAll(res, trees, olds, len(boxes) > 0); err != nil {
+		return res, err
+	}
+	// The restore record (record.go): what the restored files are, so the
+	// next take links instead of copying them all. Only a cache: a failure
+	// here costs that take time, never correctness.
+	if recs, err := s.recordEntries(trees); err == nil {
+		s.writeRecord(from, pre, opt.now(), recs)
+	}
+	return res, nil
+}
+
+// wanted is every entry the restored trees will hold, in walk order.
+func wanted(trees []restoreTree) []Entry {
+	if len(trees) == 1 {
+		return trees[0].entries // no copy
+	}
+	var want []Entry
+	for _, t := range trees {
+		want = append(want, t.entries...)
+	}
+	return want
+}
+
+// checkBoxes refuses a restore under a live box of the worker unless
+// force; it returns the live boxes (one standing for "unknown" when force
+// and they cannot be listed).
+func (s *session) checkBoxes(force bool) ([]runs.BoxInfo, error) {
+	boxes, err := runs.LiveBoxesStrict(s.w)
+	if err != nil {
+		if !force {
+			return nil, fmt.Errorf("worker %q: check for live boxes: %w", s.w.Name, err)
+		}
+		boxes = []runs.BoxInfo{{Worker: s.w.Name}} // unknown: restore as if a box were live
+	}
+	if len(boxes) > 0 && !force {
+		return nil, errs.WithHint(errs.New(errs.ErrConflict, fmt.Sprintf("worker %q has a live box (run %s): refusing to restore under it", s.w.Name, boxes[0].Run)),
+			"wait for the run to end, or use --force (the box keeps the old tree until it ends)")
+	}
+	return boxes, nil
+}
+
+// preTake takes the pre-restore snapshot and returns its id and the live
+// entries of trees it walked (under the same lock: the live state the
+// change list compares with).
+func (s *session) preTake(ctx context.Context, opt *Options, trees []restoreTree) (string, []Entry, error) {
 	// A store folder that is gone is put back like a gone channel store:
 	// an empty one stands for it in the pre-restore snapshot (the undo).
 	for _, t := range trees {
 		if t.path == home.SnapStoreDir {
 			if err := unix.Mkdirat(s.wdir, home.SnapStoreDir, 0o700); err != nil && err != unix.EEXIST {
-				return nil, fmt.Errorf("make %s: %w", s.w.Store(), err)
+				return "", nil, fmt.Errorf("make %s: %w", s.w.Store(), err)
 			}
 		}
 	}
-	pre, err := s.take(ctx, &opt.Options, LabelPreRestore, true)
+	pre, err := s.take(ctx, opt, LabelPreRestore, true)
 	if err != nil {
-		return nil, fmt.Errorf("pre-restore snapshot: %w", err)
+		return "", nil, fmt.Errorf("pre-restore snapshot: %w", err)
 	}
-	res.PreRestore = pre.ID
-	// The pre-restore take walked the live trees under the same lock: its
-	// entries are the live state the change list compares with.
-	live := inTrees(pre.walked, trees)
-	pre.walked = nil
-	liveIdx := index(live)
-	res.Changes = compare(live, liveIdx, want, true)
-	want = nil
-	// Live inodes may be reused only when nothing can write into the old
-	// tree after the swap: no box is live, and --force was not asked for.
-	reuse := len(boxes) == 0 && !opt.Force
-	// Stage every tree first, then swap them one after another: the store
-	// and its channel stores change together, as near as renames allow.
-	sg := newStager()
-	if reuse {
-		sg.pre, sg.preIdx = pre.ID, liveIdx
-	}
+	return pre.ID, inTrees(pre.walked, trees), nil
+}
+
+// stageAll stages every tree (see stage) before any is swapped: the store
+// and its channel stores change together, as near as renames allow. On
+// failure it removes the staging trees it made.
+func (s *session) stageAll(sg *stager, trees []restoreTree, from string, reuse bool, progress func(int)) error {
 	var serr error
 	for i := range trees {
 		t := &trees[i]
 		t.staging = home.RestorePrefix + from + "-" + strconv.Itoa(i)
-		if serr = s.stage(sg, t, from, reuse, opt.Progress); serr != nil {
+		if serr = s.stage(sg, t, from, reuse, progress); serr != nil {
 			sg.pool.fail(serr) // skip what is still queued
 			break
 		}
@@ -169,10 +214,14 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 				removeAt(s.wdir, trees[i].staging)
 			}
 		}
-		return res, serr
 	}
-	// Every swap first, back to back (the store and its channel stores
-	// change together, as near as renames allow), then the old trees go.
+	return serr
+}
+
+// swapAll swaps every staged tree in, back to back; olds[i] tells whether
+// tree i had an old tree, now at its staging name. A failed swap removes
+// the staging trees not swapped in and hints at the undo (pre).
+func (s *session) swapAll(trees []restoreTree, pre string) ([]bool, error) {
 	olds := make([]bool, len(trees))
 	for i := range trees {
 		old, err := s.swap(&trees[i])
@@ -186,31 +235,31 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 					done = append(done, t.path)
 				}
 				err = errs.WithHint(fmt.Errorf("%w (%s restored, the rest not)", err, strings.Join(done, ", ")),
-					"undo with `roster-snap restore "+s.w.Name+" --from "+pre.ID+"`, or run the restore again")
+					"undo with `roster-snap restore "+s.w.Name+" --from "+pre+"`, or run the restore again")
 			}
-			return res, err
+			return nil, err
 		}
 		olds[i] = old
 	}
+	return olds, nil
+}
+
+// disposeAll disposes of every old tree the swaps left (see dispose),
+// noting in res the ones kept in .trash/.
+func (s *session) disposeAll(res *RestoreResult, trees []restoreTree, olds []bool, boxLive bool) error {
 	for i := range trees {
 		if !olds[i] {
 			continue
 		}
-		kept, err := s.dispose(&trees[i], len(boxes) > 0)
+		kept, err := s.dispose(&trees[i], boxLive)
 		if err != nil {
-			return res, err
+			return err
 		}
 		if kept != "" {
 			res.Trashed = append(res.Trashed, kept)
 		}
 	}
-	// The restore record (record.go): what the restored files are, so the
-	// next take links instead of copying them all. Only a cache: a failure
-	// here costs that take time, never correctness.
-	if recs, err := s.recordEntries(trees); err == nil {
-		s.writeRecord(from, pre.ID, opt.now(), recs)
-	}
-	return res, nil
+	return nil
 }
 
 // restoreTrees picks the trees to restore from manifest m and opens their
