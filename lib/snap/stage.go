@@ -54,40 +54,98 @@ func (sg *stager) close() error {
 // never shared with a snapshot (take never links a live file), so this
 // never links a snapshot's inode into the store.
 func (s *session) stage(sg *stager, t *restoreTree, from string, reuse bool, progress func(int)) error {
-	snap, err := openDirAt(s.snaps, from)
+	ts := &treeStage{sg: sg, t: t, from: from}
+	top, err := ts.openTop(s, reuse)
 	if err != nil {
 		return err
+	}
+	ts.stack = []stageLevel{top}
+	defer func() {
+		for i := len(ts.stack) - 1; i >= 0; i-- {
+			ts.flush(&ts.stack[i])
+			ts.stack[i].ref.release()
+		}
+	}()
+	if t.path == home.SnapStoreDir {
+		if err := s.makeLocksMount(top.dst); err != nil {
+			return err
+		}
+	}
+	for i := 1; i < len(t.entries); i++ {
+		if err := sg.pool.Err(); err != nil {
+			return err
+		}
+		if progress != nil {
+			progress(1)
+		}
+		if err := ts.entry(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// treeStage is the staging of one tree: the walker's stack of open
+// folders, from the tree's top to the folder of the entry at hand.
+type treeStage struct {
+	sg      *stager
+	t       *restoreTree
+	from    string
+	ri      int    // the tree's top folder in sg.roots
+	liveDev uint64 // the live tree's filesystem (reuse only)
+	stack   []stageLevel
+}
+
+// stageLevel is one open folder of a staging walk.
+type stageLevel struct {
+	path string
+	src  int
+	dst  int
+	live int // the same folder in the live tree; -1 if none (or not reusing)
+	pre  int // the same folder in the pre-restore snapshot; -1 if none (or not reusing)
+	ref  *dirRef
+	jobs []int // files (entry indices) waiting to go to the pool as one operation
+}
+
+// openTop makes the staging folder and opens the tree's top level: in
+// the snapshot, the staging folder, and (with reuse) the live tree and
+// the pre-restore snapshot's copy of it.
+func (ts *treeStage) openTop(s *session, reuse bool) (stageLevel, error) {
+	t, sg := ts.t, ts.sg
+	snap, err := openDirAt(s.snaps, ts.from)
+	if err != nil {
+		return stageLevel{}, err
 	}
 	defer unix.Close(snap)
 	src, err := openPath(snap, t.path)
 	if err != nil {
-		return fmt.Errorf("snapshot %s: open %s: %w", from, t.path, err)
+		return stageLevel{}, fmt.Errorf("snapshot %s: open %s: %w", ts.from, t.path, err)
 	}
 	if err := unix.Mkdirat(s.wdir, t.staging, 0o700); err != nil {
 		unix.Close(src)
-		return fmt.Errorf("make %s: %w", t.staging, err)
+		return stageLevel{}, fmt.Errorf("make %s: %w", t.staging, err)
 	}
 	t.made = true
 	dst, err := openDirAt(s.wdir, t.staging)
 	if err != nil {
 		unix.Close(src)
-		return err
+		return stageLevel{}, err
 	}
 	rootFd, err := openDirAt(s.wdir, t.staging)
 	if err != nil {
 		unix.Close(src)
 		unix.Close(dst)
-		return err
+		return stageLevel{}, err
 	}
-	ri := len(sg.roots)
+	ts.ri = len(sg.roots)
 	sg.roots = append(sg.roots, rootFd)
 	t.sino = make([]uint64, len(t.entries))
-	live, liveDev, pre := -1, uint64(0), -1
+	live, pre := -1, -1
 	if reuse {
 		if fd, err := openDirAt(t.parent, t.name); err == nil {
 			var st unix.Stat_t
 			if unix.Fstat(fd, &st) == nil {
-				live, liveDev = fd, st.Dev
+				live, ts.liveDev = fd, st.Dev
 			} else {
 				unix.Close(fd)
 			}
@@ -101,166 +159,163 @@ func (s *session) stage(sg *stager, t *restoreTree, from string, reuse bool, pro
 			}
 		}
 	}
-	type level struct {
-		path string
-		src  int
-		dst  int
-		live int // the same folder in the live tree; -1 if none (or not reusing)
-		pre  int // the same folder in the pre-restore snapshot; -1 if none (or not reusing)
-		ref  *dirRef
-		jobs []int // files (entry indices) waiting to go to the pool as one operation
-	}
-	newLevel := func(path string, src, dst, live, pre int, e *Entry) level {
-		ref := sg.pool.newDirRef(func(failed bool) error {
-			var err error
-			if !failed {
-				if err = applyMeta(dst, e, e.Mtime); err != nil {
-					err = fmt.Errorf("restore %s: %w", EscapeName(path), err)
-				}
-			}
-			unix.Close(src)
-			unix.Close(dst)
-			closeFd(live)
-			closeFd(pre)
-			return err
-		})
-		return level{path: path, src: src, dst: dst, live: live, pre: pre, ref: ref}
-	}
-	// put restores entry i (a regular file) as name in level l: a link to
-	// the live file when that provably holds the snapshot's bytes, else a
-	// copy. It notes the snapshot inode the result holds.
-	put := func(l level, i int, name string, buf *[]byte) error {
-		e := &t.entries[i]
-		if l.live >= 0 {
-			if sino := reusable(l.live, l.pre, l.src, name, liveDev, e, sg.preIdx[e.Path]); sino != 0 && unix.Linkat(l.live, name, l.dst, name, 0) == nil {
-				t.sino[i] = sino
-				return nil
+	return ts.newLevel(t.path, src, dst, live, pre, &t.entries[0]), nil
+}
+
+// newLevel is an open folder whose descriptors are closed, and whose
+// metadata (e's) is applied, once the pool is done with its entries.
+func (ts *treeStage) newLevel(path string, src, dst, live, pre int, e *Entry) stageLevel {
+	ref := ts.sg.pool.newDirRef(func(failed bool) error {
+		var err error
+		if !failed {
+			if err = applyMeta(dst, e, e.Mtime); err != nil {
+				err = fmt.Errorf("restore %s: %w", EscapeName(path), err)
 			}
 		}
-		sino, err := restoreFile(l.src, l.dst, name, e, buf)
-		if err != nil {
+		unix.Close(src)
+		unix.Close(dst)
+		closeFd(live)
+		closeFd(pre)
+		return err
+	})
+	return stageLevel{path: path, src: src, dst: dst, live: live, pre: pre, ref: ref}
+}
+
+// entry stages entry i, in the folder on top of the stack once the
+// folders it is not in are closed.
+func (ts *treeStage) entry(i int) error {
+	e := &ts.t.entries[i]
+	slash := strings.LastIndexByte(e.Path, '/')
+	parent, name := e.Path[:slash], e.Path[slash+1:]
+	for len(ts.stack) > 1 && ts.stack[len(ts.stack)-1].path != parent {
+		ts.flush(&ts.stack[len(ts.stack)-1])
+		ts.stack[len(ts.stack)-1].ref.release()
+		ts.stack = ts.stack[:len(ts.stack)-1]
+	}
+	top := ts.stack[len(ts.stack)-1]
+	if top.path != parent {
+		return fmt.Errorf("%w: snapshot %s: %s is not in walk order", ErrBadManifest, ts.from, EscapeName(e.Path))
+	}
+	switch e.Type {
+	case TypeDir:
+		return ts.dir(top, name, e)
+	case TypeSymlink:
+		if err := unix.Symlinkat(e.Target, top.dst, name); err != nil {
 			return fmt.Errorf("restore %s: %w", EscapeName(e.Path), err)
 		}
-		t.sino[i] = sino
-		return nil
-	}
-	// flush queues a folder's waiting files as one operation (see batch).
-	flush := func(l *level) {
-		if len(l.jobs) == 0 {
-			return
+		if err := applyLinkMeta(top.dst, name, e); err != nil {
+			return fmt.Errorf("restore %s: %w", EscapeName(e.Path), err)
 		}
-		jobs, lv := l.jobs, *l
-		l.jobs = nil
-		l.ref.run(func(buf *[]byte) error {
-			for _, i := range jobs {
-				if sg.pool.failed.Load() {
-					return nil
-				}
-				p := t.entries[i].Path
-				if err := put(lv, i, p[strings.LastIndexByte(p, '/')+1:], buf); err != nil {
-					return err
-				}
+	case TypeFile:
+		if e.Group == 0 {
+			// The common case, on the pool.
+			l := &ts.stack[len(ts.stack)-1]
+			if l.jobs = append(l.jobs, i); len(l.jobs) >= batchSize {
+				ts.flush(l)
 			}
 			return nil
-		})
+		}
+		return ts.grouped(top, i, name)
 	}
-	stack := []level{newLevel(t.path, src, dst, live, pre, &t.entries[0])}
-	defer func() {
-		for i := len(stack) - 1; i >= 0; i-- {
-			flush(&stack[i])
-			stack[i].ref.release()
-		}
-	}()
-	if t.path == home.SnapStoreDir {
-		if err := s.makeLocksMount(dst); err != nil {
-			return err
+	return nil
+}
+
+// dir makes folder e in top and pushes it, with the same folder of the
+// snapshot, the live tree and the pre-restore snapshot.
+func (ts *treeStage) dir(top stageLevel, name string, e *Entry) error {
+	if err := unix.Mkdirat(top.dst, name, 0o700); err != nil {
+		return fmt.Errorf("restore %s: %w", EscapeName(e.Path), err)
+	}
+	d, err := openDirAt(top.dst, name)
+	if err != nil {
+		return err
+	}
+	sfd, err := openDirAt(top.src, name)
+	if err != nil {
+		unix.Close(d)
+		return fmt.Errorf("snapshot %s: %s: %w", ts.from, EscapeName(e.Path), err)
+	}
+	lfd, pfd := -1, -1
+	if top.live >= 0 {
+		if fd, err := openDirAt(top.live, name); err == nil {
+			lfd = fd
 		}
 	}
-	for i := 1; i < len(t.entries); i++ {
-		if err := sg.pool.Err(); err != nil {
-			return err
+	if top.pre >= 0 {
+		if fd, err := openDirAt(top.pre, name); err == nil {
+			pfd = fd
 		}
-		e := &t.entries[i]
-		if progress != nil {
-			progress(1)
+	}
+	ts.stack = append(ts.stack, ts.newLevel(e.Path, sfd, d, lfd, pfd, e))
+	return nil
+}
+
+// grouped restores entry i, a name of a hardlink group, on the walker and
+// in order: the group's first name is made, the others link to it.
+func (ts *treeStage) grouped(top stageLevel, i int, name string) error {
+	t, sg := ts.t, ts.sg
+	e := &t.entries[i]
+	relead := false
+	if g, ok := sg.groups[e.Group]; ok {
+		if unix.Linkat(sg.roots[g.root], g.rel, top.dst, name, 0) == nil {
+			t.sino[i] = g.sino
+			return nil
 		}
-		slash := strings.LastIndexByte(e.Path, '/')
-		parent, name := e.Path[:slash], e.Path[slash+1:]
-		for len(stack) > 1 && stack[len(stack)-1].path != parent {
-			flush(&stack[len(stack)-1])
-			stack[len(stack)-1].ref.release()
-			stack = stack[:len(stack)-1]
-		}
-		top := stack[len(stack)-1]
-		if top.path != parent {
-			return fmt.Errorf("%w: snapshot %s: %s is not in walk order", ErrBadManifest, from, EscapeName(e.Path))
-		}
-		switch e.Type {
-		case TypeDir:
-			if err := unix.Mkdirat(top.dst, name, 0o700); err != nil {
-				return fmt.Errorf("restore %s: %w", EscapeName(e.Path), err)
+		relead = true // EMLINK: this name's inode takes the later ones
+	}
+	// A group's first name is always a fresh copy (never the live
+	// inode, whose old names still count toward the link limit),
+	// so every name of the group fits on one inode.
+	var buf []byte
+	sino, err := restoreFile(top.src, top.dst, name, e, &buf)
+	if err != nil {
+		return fmt.Errorf("restore %s: %w", EscapeName(e.Path), err)
+	}
+	t.sino[i] = sino
+	if _, ok := sg.groups[e.Group]; !ok || relead {
+		sg.groups[e.Group] = groupAt{root: ts.ri, rel: e.Path[len(t.path)+1:], sino: t.sino[i]}
+	}
+	return nil
+}
+
+// flush queues a folder's waiting files as one operation (see batch).
+func (ts *treeStage) flush(l *stageLevel) {
+	if len(l.jobs) == 0 {
+		return
+	}
+	jobs, lv := l.jobs, *l
+	l.jobs = nil
+	l.ref.run(func(buf *[]byte) error {
+		for _, i := range jobs {
+			if ts.sg.pool.failed.Load() {
+				return nil
 			}
-			d, err := openDirAt(top.dst, name)
-			if err != nil {
+			p := ts.t.entries[i].Path
+			if err := ts.put(lv, i, p[strings.LastIndexByte(p, '/')+1:], buf); err != nil {
 				return err
 			}
-			sfd, err := openDirAt(top.src, name)
-			if err != nil {
-				unix.Close(d)
-				return fmt.Errorf("snapshot %s: %s: %w", from, EscapeName(e.Path), err)
-			}
-			lfd, pfd := -1, -1
-			if top.live >= 0 {
-				if fd, err := openDirAt(top.live, name); err == nil {
-					lfd = fd
-				}
-			}
-			if top.pre >= 0 {
-				if fd, err := openDirAt(top.pre, name); err == nil {
-					pfd = fd
-				}
-			}
-			stack = append(stack, newLevel(e.Path, sfd, d, lfd, pfd, e))
-		case TypeSymlink:
-			if err := unix.Symlinkat(e.Target, top.dst, name); err != nil {
-				return fmt.Errorf("restore %s: %w", EscapeName(e.Path), err)
-			}
-			if err := applyLinkMeta(top.dst, name, e); err != nil {
-				return fmt.Errorf("restore %s: %w", EscapeName(e.Path), err)
-			}
-		case TypeFile:
-			if e.Group == 0 {
-				// The common case, on the pool.
-				l := &stack[len(stack)-1]
-				if l.jobs = append(l.jobs, i); len(l.jobs) >= batchSize {
-					flush(l)
-				}
-				continue
-			}
-			// Hardlink groups in order, on the walker: the first name is
-			// made, the others link to it.
-			relead := false
-			if g, ok := sg.groups[e.Group]; ok {
-				if unix.Linkat(sg.roots[g.root], g.rel, top.dst, name, 0) == nil {
-					t.sino[i] = g.sino
-					continue
-				}
-				relead = true // EMLINK: this name's inode takes the later ones
-			}
-			// A group's first name is always a fresh copy (never the live
-			// inode, whose old names still count toward the link limit),
-			// so every name of the group fits on one inode.
-			var buf []byte
-			sino, err := restoreFile(top.src, top.dst, name, e, &buf)
-			if err != nil {
-				return fmt.Errorf("restore %s: %w", EscapeName(e.Path), err)
-			}
+		}
+		return nil
+	})
+}
+
+// put restores entry i (a regular file) as name in level l: a link to
+// the live file when that provably holds the snapshot's bytes, else a
+// copy. It notes the snapshot inode the result holds. It runs on the pool.
+func (ts *treeStage) put(l stageLevel, i int, name string, buf *[]byte) error {
+	t := ts.t
+	e := &t.entries[i]
+	if l.live >= 0 {
+		if sino := reusable(l.live, l.pre, l.src, name, ts.liveDev, e, ts.sg.preIdx[e.Path]); sino != 0 && unix.Linkat(l.live, name, l.dst, name, 0) == nil {
 			t.sino[i] = sino
-			if _, ok := sg.groups[e.Group]; !ok || relead {
-				sg.groups[e.Group] = groupAt{root: ri, rel: e.Path[len(t.path)+1:], sino: t.sino[i]}
-			}
+			return nil
 		}
 	}
+	sino, err := restoreFile(l.src, l.dst, name, e, buf)
+	if err != nil {
+		return fmt.Errorf("restore %s: %w", EscapeName(e.Path), err)
+	}
+	t.sino[i] = sino
 	return nil
 }
 
