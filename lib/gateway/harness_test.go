@@ -291,7 +291,7 @@ func (r *rig) lines() []runs.LedgerEntry {
 		out = append(out, e)
 	}
 	for i, e := range out {
-		if e.Seq != int64(i+1) {
+		if e.Seq != int64(i+1) && !(e.Kind == "capped" && i == len(out)-1) {
 			r.t.Fatalf("ledger seq %d at line %d", e.Seq, i+1)
 		}
 	}

@@ -1,0 +1,278 @@
+package gateway
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/roster-sh/roster/lib/runs"
+)
+
+// Tests of a hostile box. Limits are shrunk so that each bound is reached
+// quickly; no test asserts a duration. A bound that failed would hang the
+// test, so each wait has a generous safety deadline that fails it instead.
+
+const safety = 30 * time.Second
+
+// healthy asserts that the gateway still answers an ordinary request.
+func (r *rig) healthy() {
+	r.t.Helper()
+	deadline := time.Now().Add(safety)
+	resp, err := r.client.Get("http://gateway/")
+	for err != nil && errors.Is(err, syscall.EAGAIN) && time.Now().Before(deadline) {
+		// The backlog is still full of a flood's connections, which the
+		// gateway drains one slot at a time.
+		time.Sleep(10 * time.Millisecond)
+		resp, err = r.client.Get("http://gateway/")
+	}
+	if err != nil {
+		r.t.Fatalf("gateway stopped serving: %v", err)
+	}
+	assertRefusal(r.t, resp, runs.RefuseBadRequest, "")
+}
+
+// waitClosed reads c until the gateway closes it.
+func waitClosed(t *testing.T, c net.Conn) []byte {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(safety))
+	b, err := io.ReadAll(c)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("the gateway never closed the connection")
+	}
+	return b
+}
+
+func TestSlowlorisIsCutAtReadHeaderTimeout(t *testing.T) {
+	r := newRig(t, Config{Providers: BuiltinProviders(), Limits: Limits{ReadHeaderTimeout: 200 * time.Millisecond}})
+	c := r.dial()
+	defer c.Close()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: gateway\r\nX-Slow: ")
+	stop := make(chan struct{})
+	go func() { // one byte at a time, never finishing the head
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+				if _, err := io.WriteString(c, "a"); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	waitClosed(t, c)
+	close(stop)
+	r.healthy()
+}
+
+func TestHugeHeaderIsRefused(t *testing.T) {
+	r := newRig(t, Config{Providers: BuiltinProviders(), Limits: Limits{MaxHeaderBytes: 8 << 10}})
+	c := r.dial()
+	defer c.Close()
+	go func() { // 100 MB of header; the gateway stops reading long before
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: gateway\r\nX-Big: ")
+		chunk := strings.Repeat("a", 1<<20)
+		for i := 0; i < 100; i++ {
+			if _, err := io.WriteString(c, chunk); err != nil {
+				return
+			}
+		}
+	}()
+	c.SetReadDeadline(time.Now().Add(safety))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer to a huge header: %v", err)
+	}
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	c.Close()
+	r.healthy()
+}
+
+// Content-Length and Transfer-Encoding together: net/http would accept it
+// (dropping Content-Length); the gateway refuses it and closes, and the
+// smuggled request behind it is never served.
+func TestSmuggledRequestIsRefused(t *testing.T) {
+	up := newFakeUpstream(t, realKey)
+	c := vaultCreds(t, map[string]string{"anthropic": realKey})
+	r := newRig(t, Config{Providers: providers(up, nil, c), Granted: []string{"anthropic"}, Creds: c})
+	for _, raw := range []string{
+		"POST /anthropic/v1/messages HTTP/1.1\r\nHost: g\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /anthropic/v1/models HTTP/1.1\r\nHost: g\r\n\r\n",
+		"POST /anthropic/v1/messages HTTP/1.1\r\nHost: g\r\ntransfer-encoding: chunked\r\ncontent-length: 44\r\n\r\n0\r\n\r\n",
+		// A clean request first, then the ambiguous one on the same connection.
+		"POST /anthropic/v1/messages HTTP/1.1\r\nHost: g\r\nContent-Length: 2\r\n\r\n{}" +
+			"POST /anthropic/v1/messages HTTP/1.1\r\nHost: g\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n" +
+			"POST /x HTTP/1.1\r\nHost: g\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+	} {
+		conn := r.dial()
+		before := up.calls.Load()
+		io.WriteString(conn, raw)
+		br := bufio.NewReader(conn)
+		var statuses []int
+		for {
+			conn.SetReadDeadline(time.Now().Add(safety))
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				break
+			}
+			io.Copy(io.Discard, resp.Body)
+			statuses = append(statuses, resp.StatusCode)
+			if resp.Header.Get("X-Roster-Refusal") == runs.RefuseBadRequest {
+				if !resp.Close {
+					t.Errorf("refused smuggling but kept the connection")
+				}
+				break
+			}
+		}
+		conn.Close()
+		last := statuses[len(statuses)-1]
+		if last != 403 {
+			t.Fatalf("%q: statuses %v", raw, statuses)
+		}
+		if served := up.calls.Load() - before; served != int64(len(statuses)-1) {
+			t.Fatalf("%q: upstream served %d, statuses %v", raw, served, statuses)
+		}
+	}
+	r.healthy()
+}
+
+// A tunnel in which neither side sends a byte is closed after TunnelIdle
+// and recorded.
+func TestIdleTunnelIsClosed(t *testing.T) {
+	addr, _ := echoServer(t)
+	r := newRig(t, Config{Providers: BuiltinProviders(), Allow: []string{addr}, Limits: Limits{TunnelIdle: 200 * time.Millisecond}})
+	resp, c, _ := r.connect(addr)
+	if resp.StatusCode != 200 {
+		t.Fatal(resp.StatusCode)
+	}
+	waitClosed(t, c)
+	r.healthy()
+	ls := r.lines()
+	var closing []runs.LedgerEntry
+	for _, e := range ls {
+		if e.Kind == "connect" && !e.Open {
+			closing = append(closing, e)
+		}
+	}
+	if len(closing) != 1 || closing[0].BytesUp != 0 {
+		t.Fatalf("ledger %+v", ls)
+	}
+}
+
+// 10,000 connections at once: at most MaxConns are held by the gateway
+// (the rest wait in the backlog or are refused by the kernel), its
+// goroutines stay bounded, and it serves normally once they go.
+func TestConnectionFloodIsBounded(t *testing.T) {
+	const maxConns = 64
+	r := newRig(t, Config{Providers: BuiltinProviders(), Limits: Limits{MaxConns: maxConns, ReadHeaderTimeout: time.Minute}})
+	base := runtime.NumGoroutine()
+	var mu sync.Mutex
+	var conns []net.Conn
+	var wg sync.WaitGroup
+	for w := 0; w < 50; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				c, err := net.Dial("unix", r.sock)
+				if err != nil {
+					continue // refused past the backlog
+				}
+				io.WriteString(c, "GET / HTTP/1.1\r\n") // a head never finished
+				mu.Lock()
+				conns = append(conns, c)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	// The gateway holds at most maxConns; one goroutine each, plus slack
+	// for the runtime's own.
+	if g := runtime.NumGoroutine() - base; g > maxConns+20 {
+		t.Fatalf("%d goroutines for %d connections", g, len(conns))
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	r.healthy()
+	if len(conns) < 1000 {
+		t.Fatalf("only %d connections made: the flood did not happen", len(conns))
+	}
+	t.Logf("%d of 10000 connections made, gateway goroutines bounded", len(conns))
+}
+
+// Close ends open tunnels and in-flight streams, and the ledger has their
+// lines.
+func TestCloseEndsTunnelsAndStreams(t *testing.T) {
+	addr, _ := echoServer(t)
+	up := newFakeUpstream(t, realKey)
+	up.pause = make(chan struct{}) // never released: the stream hangs mid-way
+	c := vaultCreds(t, map[string]string{"anthropic": realKey})
+	r := newRig(t, Config{Providers: providers(up, nil, c), Granted: []string{"anthropic"}, Creds: c, Allow: []string{addr}})
+	resp, tc, _ := r.connect(addr)
+	if resp.StatusCode != 200 {
+		t.Fatal(resp.StatusCode)
+	}
+	sresp := r.post("/anthropic/v1/messages", `{"stream":true}`)
+	br := bufio.NewReader(sresp.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(line, "Hello") {
+			break
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.g.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(safety):
+		t.Fatal("Close did not return")
+	}
+	waitClosed(t, tc)
+	ls := r.lines()
+	var model, tunnelEnd bool
+	for _, e := range ls {
+		model = model || (e.Kind == "model" && e.InputTokens == 25)
+		tunnelEnd = tunnelEnd || (e.Kind == "connect" && !e.Open)
+	}
+	if !model || !tunnelEnd {
+		t.Fatalf("ledger after Close: %+v", ls)
+	}
+}
+
+func TestLedgerIsCapped(t *testing.T) {
+	r := newRig(t, Config{Providers: BuiltinProviders(), LedgerMax: 2000})
+	for i := 0; i < 50; i++ {
+		r.healthy()
+	}
+	ls := r.lines()
+	last := ls[len(ls)-1]
+	if last.Kind != "capped" || last.Dropped == 0 || int(last.Dropped)+len(ls)-1 != 50 {
+		t.Fatalf("last line %+v of %d", last, len(ls))
+	}
+	st, _ := os.Stat(r.ledger)
+	if st.Size() > 2000+500 {
+		t.Fatalf("ledger %d bytes", st.Size())
+	}
+	if sum, _ := r.g.Summary(); sum.Requests != 50 {
+		t.Fatalf("summary counts every request: %+v", sum)
+	}
+	_ = fmt.Sprint
+}
