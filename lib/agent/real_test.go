@@ -1,0 +1,103 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/roster-sh/roster/lib/fakemodel"
+)
+
+// TestRealAgentOnTheHostFollowsTheScript runs the real agent CLI (from the
+// host's /usr, as make deps-agents installs it) on the host, outside any
+// box, with the configuration Prepare generates, against the scripted
+// model: the bash tool call runs, the agent ends on the final text, its
+// stream makes the record, and the model saw the key of the configuration.
+// Box paths are mapped into a temporary folder.
+func TestRealAgentOnTheHostFollowsTheScript(t *testing.T) {
+	for _, tc := range []struct{ agent, tool string }{{"pi", "bash"}, {"claude", "Bash"}} {
+		t.Run(tc.agent, func(t *testing.T) {
+			a, _ := For(tc.agent)
+			exe, err := Find(a, "")
+			if err != nil {
+				t.Skipf("%v (make deps-agents installs it)", err)
+			}
+			const key = "sk-ant-api03-test-key-the-model-expects"
+			dir := t.TempDir()
+			home := filepath.Join(dir, "home")
+			os.MkdirAll(filepath.Join(home, "store"), 0o755)
+			script := fakemodel.Script{Turns: []fakemodel.Turn{
+				{Text: "Writing the note.", Tool: &fakemodel.ToolCall{Name: tc.tool,
+					Input: map[string]any{"command": "echo from-the-agent > ~/store/note.txt && echo note written"}}},
+				{Text: "The note is in the store."},
+			}}
+			srv := fakemodel.New(key, script)
+			ln, err := fakemodel.Listen("127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs := &http.Server{Handler: srv}
+			go hs.Serve(ln)
+			defer hs.Close()
+
+			p, err := a.Prepare(Input{Briefing: "Write a note into your store.", Provider: "anthropic",
+				ProviderStyle: "anthropic", BaseURL: "http://" + ln.Addr().String(), Key: key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			agentDir := filepath.Join(dir, "agent")
+			for name, b := range p.Files {
+				os.MkdirAll(filepath.Dir(filepath.Join(agentDir, name)), 0o755)
+				os.WriteFile(filepath.Join(agentDir, name), b, 0o644)
+			}
+			mapPath := func(s string) string { return strings.ReplaceAll(s, BoxAgentDir, agentDir) }
+			args := make([]string, len(p.Command)-1)
+			for i, c := range p.Command[1:] {
+				args[i] = mapPath(c)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, exe, args...)
+			cmd.Dir = home
+			cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin", "IS_SANDBOX=1"} // claude refuses bypassPermissions as root elsewhere
+			for _, e := range p.Env {
+				cmd.Env = append(cmd.Env, mapPath(e))
+			}
+			var stderr bytes.Buffer
+			stream := NewStream(a.Name)
+			cmd.Stdout, cmd.Stderr = stream, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("%s: %v\n%s", a.Name, err, stderr.String())
+			}
+			if b, err := os.ReadFile(filepath.Join(home, "store/note.txt")); err != nil || string(b) != "from-the-agent\n" {
+				t.Errorf("note: %q %v", b, err)
+			}
+			r := stream.Record()
+			if r.Turns != 2 || r.FinalText != "The note is in the store." || stream.Error() != "" || stream.SessionID() == "" {
+				t.Errorf("record %+v error %q", r, stream.Error())
+			}
+			calls := srv.Calls()
+			if len(calls) < 2 {
+				t.Fatalf("calls %+v", calls)
+			}
+			for _, c := range calls {
+				if c.Key != key || c.Status != 200 {
+					t.Errorf("call %+v", c)
+				}
+			}
+			if last := calls[len(calls)-1]; !strings.Contains(last.LastUser, "note written") {
+				t.Errorf("the tool result did not reach the model: %q", last.LastUser)
+			}
+			sessions, _ := filepath.Glob(filepath.Join(agentDir, p.SessionDir, "*"))
+			if len(sessions) == 0 {
+				t.Errorf("no session under %s", p.SessionDir)
+			}
+		})
+	}
+}
