@@ -1,0 +1,55 @@
+package main
+
+import (
+	"strconv"
+
+	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/tms"
+)
+
+// DueCmd is `roster-task due`.
+type DueCmd struct {
+	Worker string `arg:"" optional:"" help:"Only this worker (default: every worker)."`
+	JSON   bool   `name:"json" help:"Print JSON Lines."`
+}
+
+func (c *DueCmd) Run(g *cli.Globals, env *cli.Env) error {
+	var rows [][]string
+	err := eachWorker(g, env, c.Worker, func(p *tms.Partition) error {
+		r, err := p.Due(env.Ctx)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, e := range r.Entries {
+			if e.Task.State != tms.Pending {
+				continue
+			}
+			ok := e.Status == tms.StateDue
+			if c.JSON {
+				b := ok
+				if err := cli.JSONLine(env.Stdout, taskJSON{Worker: p.Name, Task: e.Task, Eligibility: e.Status, Why: e.Why, Claimable: &b}); err != nil {
+					return err
+				}
+				continue
+			}
+			order := ""
+			if ok {
+				n++
+				order = strconv.Itoa(n)
+			}
+			why := e.Why
+			if ok {
+				why = "claimable now"
+			}
+			rows = append(rows, []string{p.Name, order, e.ID, e.Status, why, e.Standing, firstLine(e.Text, 50)})
+		}
+		return nil
+	})
+	if !c.JSON && (err == nil || len(rows) > 0) { // no bare header after a failure
+		if terr := cli.Table(env.Stdout, []string{"WORKER", "ORDER", "ID", "ELIGIBILITY", "WHY", "STANDING", "TEXT"}, rows); terr != nil && err == nil {
+			err = terr
+		}
+	}
+	return err
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/tms"
+)
+
+// RelayCmd is `roster-task relay`.
+type RelayCmd struct {
+	Worker   string   `arg:"" help:"The worker."`
+	Text     []string `arg:"" optional:"" help:"The message; \"-\" (or nothing) reads it from stdin (at most 1 MiB)."`
+	Channel  string   `required:"" help:"The conversation it came from." placeholder:"CHAN"`
+	From     string   `help:"Who sent it." placeholder:"WHO"`
+	Ceiling  string   `help:"Wall-clock limit of its run (default: org.toml [ceilings] relay)." placeholder:"DUR"`
+	Priority int      `help:"Higher is claimed first within a standing." default:"0"`
+}
+
+func (c *RelayCmd) Run(g *cli.Globals, env *cli.Env) error {
+	if _, err := checkChannel(&c.Channel); err != nil {
+		return err
+	}
+	p, err := openPartition(g, c.Worker)
+	if err != nil {
+		return err
+	}
+	args := c.Text
+	if len(args) == 0 {
+		args = []string{"-"}
+	}
+	text, err := readText(args, env.Stdin)
+	if err != nil {
+		return err
+	}
+	task, err := p.Add(env.Ctx, tms.NewTask{Text: text, Kind: tms.KindRelay, Standing: tms.Proactive, Channel: c.Channel, From: c.From, Ceiling: c.Ceiling, Priority: c.Priority})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, task.ID)
+	return nil
+}
