@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -32,37 +33,7 @@ func (c *JournalCmd) Run(g *cli.Globals, env *cli.Env) error {
 		if c.JSON {
 			return cli.JSONLine(env.Stdout, l)
 		}
-		v := ""
-		if l.Version > 0 {
-			v = strconv.FormatInt(l.Version, 10)
-		}
-		what := l.Task
-		if what == "" {
-			what = l.Template
-		}
-		var extra []string
-		for _, s := range []struct{ k, v string }{{"template", l.Template}, {"run", l.Run}, {"gate", l.Gate}, {"decision", l.Decision}, {"from", l.From}, {"reason", l.Reason}} {
-			if s.v != "" && s.v != what {
-				extra = append(extra, s.k+"="+s.v)
-			}
-		}
-		if l.Missed > 0 {
-			extra = append(extra, fmt.Sprintf("missed=%d", l.Missed))
-		}
-		if l.Action != nil {
-			extra = append(extra, "action="+l.Action.Kind, "outcome="+strconv.Quote(l.Action.Outcome))
-		}
-		if l.Evidence != nil {
-			extra = append(extra, fmt.Sprintf("exit=%d report=%s", l.Evidence.Exit, l.Evidence.Report))
-			if l.Evidence.Note != "" {
-				extra = append(extra, "note="+strconv.Quote(l.Evidence.Note))
-			}
-		}
-		for _, ch := range l.Changed {
-			extra = append(extra, ch.Entry+":"+strings.ReplaceAll(ch.What, " ", ""))
-		}
-		_, err := fmt.Fprintf(env.Stdout, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Seq, v, l.At.In(time.Local).Format("2006-01-02 15:04:05"), l.Event, what, l.By, strings.Join(extra, " "))
-		return err
+		return printLine(env.Stdout, &l)
 	}
 	if !c.Follow {
 		lines, err := p.Journal(c.Since)
@@ -87,4 +58,40 @@ func (c *JournalCmd) Run(g *cli.Globals, env *cli.Env) error {
 			return nil
 		})
 	})
+}
+
+// printLine prints a journal line as a tab-separated row: seq, version,
+// time, event, task or template, by, and the rest as key=value.
+func printLine(w io.Writer, l *tms.Line) error {
+	v := ""
+	if l.Version > 0 {
+		v = strconv.FormatInt(l.Version, 10)
+	}
+	what := l.Task
+	if what == "" {
+		what = l.Template
+	}
+	var extra []string
+	for _, s := range []struct{ k, v string }{{"template", l.Template}, {"run", l.Run}, {"gate", l.Gate}, {"decision", l.Decision}, {"from", l.From}, {"reason", l.Reason}} {
+		if s.v != "" && s.v != what {
+			extra = append(extra, s.k+"="+s.v)
+		}
+	}
+	if l.Missed > 0 {
+		extra = append(extra, fmt.Sprintf("missed=%d", l.Missed))
+	}
+	if l.Action != nil {
+		extra = append(extra, "action="+l.Action.Kind, "outcome="+strconv.Quote(l.Action.Outcome))
+	}
+	if l.Evidence != nil {
+		extra = append(extra, fmt.Sprintf("exit=%d report=%s", l.Evidence.Exit, l.Evidence.Report))
+		if l.Evidence.Note != "" {
+			extra = append(extra, "note="+strconv.Quote(l.Evidence.Note))
+		}
+	}
+	for _, ch := range l.Changed {
+		extra = append(extra, ch.Entry+":"+strings.ReplaceAll(ch.What, " ", ""))
+	}
+	_, err := fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Seq, v, l.At.In(time.Local).Format("2006-01-02 15:04:05"), l.Event, what, l.By, strings.Join(extra, " "))
+	return err
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -63,7 +64,15 @@ func (c *ShowCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if c.JSON {
 		return cli.JSONLine(env.Stdout, out)
 	}
-	kv := [][2]string{{"id", task.ID}, {"worker", p.Name}, {"state", task.State}}
+	printTask(env.Stdout, &out)
+	return nil
+}
+
+// printTask prints a task as show does: one "key: value" line for each
+// field set, then its text.
+func printTask(w io.Writer, out *taskJSON) {
+	task := &out.Task
+	kv := [][2]string{{"id", task.ID}, {"worker", out.Worker}, {"state", task.State}}
 	add := func(k, v string) {
 		if v != "" {
 			kv = append(kv, [2]string{k, v})
@@ -108,10 +117,9 @@ func (c *ShowCmd) Run(g *cli.Globals, env *cli.Env) error {
 		add("gate "+gt.ID, fmt.Sprintf("%s (%s)", gt.What, s))
 	}
 	for _, e := range kv {
-		fmt.Fprintf(env.Stdout, "%-13s %s\n", e[0]+":", e[1])
+		fmt.Fprintf(w, "%-13s %s\n", e[0]+":", e[1])
 	}
-	fmt.Fprintf(env.Stdout, "\n%s\n", strings.TrimRight(task.Text, "\n"))
-	return nil
+	fmt.Fprintf(w, "\n%s\n", strings.TrimRight(task.Text, "\n"))
 }
 
 // evidenceText is a run's evidence on one line: exit or signal, ceiling,
