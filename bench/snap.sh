@@ -28,7 +28,7 @@
 #     empty folder), peak 102-113 MB. The restore is three passes over
 #     every name (the pre-restore snapshot's links, the staging tree's
 #     links, the old tree's unlinks) where rsync into the store stats each
-#     name twice and copies 1%: store.md's design (undo snapshot, a whole
+#     name twice and copies 1%: docs/store.md's design (undo snapshot, a whole
 #     sibling tree, an atomic swap) sets that floor.
 set -euo pipefail
 BIN=${BIN:-$(pwd)/bin}

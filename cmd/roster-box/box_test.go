@@ -207,7 +207,7 @@ roster-task complete ; echo "complete:$?"
 	if rec.Attested != tms.AttestedNeedsReview {
 		t.Errorf("attested %q, want needs-review (a gate is pending)", rec.Attested)
 	}
-	// Filed from an owner's filed task: owner standing (tasks.md).
+	// Filed from an owner's filed task: owner standing (docs/tasks.md).
 	nt, err := f.part.Show(context.Background(), filed)
 	if err != nil || nt.Standing != tms.Owner || nt.By != tms.ByWorker {
 		t.Errorf("filed task %s: %+v, %v; want owner standing, by worker", filed, nt, err)

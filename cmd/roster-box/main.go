@@ -1,4 +1,4 @@
-// Command roster-box runs one governed box (tools.md, "roster-box"): the
+// Command roster-box runs one governed box (docs/tools.md, "roster-box"): the
 // supervisor the dispatcher starts for a claimed task, ad-hoc runs with
 // the terminal attached, and the commands that list, kill and clean up
 // boxes. It is the suite's one cgo binary (libcontainer, libseccomp) and

@@ -1,4 +1,4 @@
-// Command roster-dispatch is the dispatch loop (tools.md, "roster-dispatch";
+// Command roster-dispatch is the dispatch loop (docs/tools.md, "roster-dispatch";
 // `roster server start`): one per home, in the foreground, logging to
 // stderr. It claims due tasks and starts a detached `roster-box run` for
 // each; SIGTERM or SIGINT stops it (exit 0) and leaves the boxes running

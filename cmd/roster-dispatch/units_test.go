@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// TestSystemdUnitKeepsBoxesOnRestart pins the rule of dispatch-and-box.md:
+// TestSystemdUnitKeepsBoxesOnRestart pins the rule of docs/dispatch-and-box.md:
 // under systemd the dispatcher's unit must use KillMode=process and
 // Delegate=yes, or a restart of the dispatcher kills every box. The units
 // are also checked with `systemd-analyze verify` when it is installed.

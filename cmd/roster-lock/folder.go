@@ -14,7 +14,7 @@ import (
 	"github.com/roster-sh/roster/lib/home"
 )
 
-// openFolder resolves and opens the lock folder (tools.md): --worker W is
+// openFolder resolves and opens the lock folder (docs/tools.md): --worker W is
 // data/workers/W/locks; --store DIR is DIR/.locks, except a worker's own
 // store, which means --worker (its .locks is only an empty mount point on
 // the host); inside a box the default is $HOME/store; on the host there is

@@ -1,5 +1,5 @@
 // Command roster-lock runs a command while holding a named flock(2) lock in
-// a worker's lock folder (tools.md "roster-lock", store.md "Locks"), and
+// a worker's lock folder (docs/tools.md "roster-lock", docs/store.md "Locks"), and
 // lists which locks are held. It is util-linux flock(1) for roster's lock
 // folders, hardened for folders a box can write.
 //

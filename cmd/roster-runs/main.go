@@ -1,5 +1,5 @@
-// Command roster-runs reads the permanent record of runs (tools.md,
-// "roster-runs"; dispatch-and-box.md, "Run records"): list, show, the
+// Command roster-runs reads the permanent record of runs (docs/tools.md,
+// "roster-runs"; docs/dispatch-and-box.md, "Run records"): list, show, the
 // briefing and why, the transcript, the store changes, the gateway's
 // ledger, usage over runs, and pruning.
 //

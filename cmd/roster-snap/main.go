@@ -1,5 +1,5 @@
 // Command roster-snap takes, lists, compares and restores snapshots of a
-// worker's store and channel stores (store.md; tools.md, "roster-snap").
+// worker's store and channel stores (docs/store.md; docs/tools.md, "roster-snap").
 //
 // Every verb is one lib/snap call: take and sweep run after boxes (the
 // supervisor runs `roster-snap take W --run RUN`, the dispatcher runs
@@ -49,7 +49,7 @@ func worker(g *cli.Globals, name string) (home.Home, home.Worker, error) {
 		return h, home.Worker{}, err
 	}
 	// A spec that cannot be read sets the worker aside everywhere
-	// (layout.md): exit 14 naming it, as sweep does. (No spec at all is
+	// (docs/layout.md): exit 14 naming it, as sweep does. (No spec at all is
 	// fine here: the snapshots need only the worker's folder.)
 	if _, err := config.LoadWorker(h, name); err != nil && errors.Is(err, errs.ErrRefused) {
 		return h, home.Worker{}, err

@@ -40,7 +40,7 @@ func (c *TakeCmd) Run(g *cli.Globals, env *cli.Env) error {
 	runDir := ""
 	if c.RunID != "" {
 		if !home.IsRunID(c.RunID) {
-			// A unique prefix names a run (layout.md), as everywhere; what
+			// A unique prefix names a run (docs/layout.md), as everywhere; what
 			// cannot begin a run id is a usage error.
 			const sample = "2000-01-01-00-00-00-aaaa"
 			if len(c.RunID) > len(sample) || !home.IsRunID(c.RunID+sample[len(c.RunID):]) {

@@ -14,7 +14,7 @@ import (
 
 // Exit statuses of `journal --follow` when something outside ends it.
 const (
-	exitSIGINT  = 130 // 128+SIGINT: tools.md's "interrupted"
+	exitSIGINT  = 130 // 128+SIGINT: docs/tools.md's "interrupted"
 	exitSIGTERM = 143 // 128+SIGTERM
 	exitSIGPIPE = 141 // 128+SIGPIPE: the reader of stdout went away (as tail -f)
 )

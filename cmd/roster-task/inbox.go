@@ -2,7 +2,7 @@ package main
 
 // Inside a box (ROSTER_OUTBOX set) roster-task speaks for the worker: each
 // verb writes one action into the run's outbox and waits for the host's
-// answer (dispatch-and-box.md, "Actions"), then prints what it made and
+// answer (docs/dispatch-and-box.md, "Actions"), then prints what it made and
 // exits with the outcome's status (0 ok, 13 stale set version or refused
 // set, 2 bad input, 1 otherwise).
 

@@ -1,7 +1,7 @@
-// Command roster-task is the task management system's command line (tools.md,
+// Command roster-task is the task management system's command line (docs/tools.md,
 // "roster-task"). On the host it manages homes, workers and partitions;
 // inside a box (ROSTER_OUTBOX set) the same binary speaks for the worker
-// through the run's outbox (dispatch-and-box.md, "Actions").
+// through the run's outbox (docs/dispatch-and-box.md, "Actions").
 //
 // Short-lived: the runtime's container-aware GOMAXPROCS probing (it reads
 // /proc/self/cgroup, mountinfo and the CPU quota at every start) costs more

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// `roster-task set WORKER --version N` (tools.md) names its flag like the
+// `roster-task set WORKER --version N` (docs/tools.md) names its flag like the
 // global --version (print the program's version), which kong cannot hold
 // twice. So, before parsing, a --version after the `set` verb is renamed
 // to the hidden --set-version that SetCmd declares; --version anywhere

@@ -60,7 +60,7 @@ func openPartition(g *cli.Globals, worker string) (*tms.Partition, error) {
 }
 
 // checkChannel refuses an empty --channel: a channel is a non-empty string
-// (layout.md), and "" would silently mean none.
+// (docs/layout.md), and "" would silently mean none.
 func checkChannel(ch *string) (string, error) {
 	if ch == nil {
 		return "", nil

@@ -1,5 +1,5 @@
 // Command roster is the suite's thin router: `roster X ...` runs
-// `roster-X ...` (git-style), with a few friendlier routes (tools.md,
+// `roster-X ...` (git-style), with a few friendlier routes (docs/tools.md,
 // "roster"). It finds programs through lib/suite and exec(2)s them, so the
 // exit status and signals pass straight through. No kong here: every word
 // after the route belongs to the program it runs.

@@ -1,7 +1,6 @@
 package main
 
-// The man pages are checked against the programs (quality.md,
-// "Documentation"): every page lints clean with groff, every subcommand
+// The man pages are checked against the programs (docs/tools.md): every page lints clean with groff, every subcommand
 // and flag a program's grammar has is on its page, and the wrapper's page
 // lists every route.
 

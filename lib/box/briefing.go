@@ -11,7 +11,7 @@ import (
 )
 
 // BriefingInput is what the host knows when it compiles a briefing; the
-// worker writes none of it (dispatch-and-box.md, "The briefing").
+// worker writes none of it (docs/dispatch-and-box.md, "The briefing").
 type BriefingInput struct {
 	Worker   string
 	Role     string

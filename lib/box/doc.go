@@ -1,5 +1,5 @@
 // Package box is the container a worker runs in, made with runc's
-// libcontainer, and its supervisor (dispatch-and-box.md, "roster-box").
+// libcontainer, and its supervisor (docs/dispatch-and-box.md, "roster-box").
 //
 // It is the only package that imports libcontainer, and only cmd/roster-box
 // links it (the one cgo binary). A box is: the host's /usr (or the spec's

@@ -4,7 +4,7 @@ import (
 	"time"
 )
 
-// Spec is everything a box is given (dispatch-and-box.md, "What a box is
+// Spec is everything a box is given (docs/dispatch-and-box.md, "What a box is
 // given"), resolved by the caller from the worker spec, the org settings and
 // the run. lib/box does not read configuration itself.
 type Spec struct {

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// DefaultTranscriptMax caps transcript.log (dispatch-and-box.md).
+// DefaultTranscriptMax caps transcript.log (docs/dispatch-and-box.md).
 const DefaultTranscriptMax = 64 << 20
 
 // transcript is the box's output on its way to transcript.log: at most max

@@ -1,5 +1,5 @@
 // Package cli is the one Main every roster program runs: kong parsing with
-// usage errors as exit 2, the exit-code table of tools.md in one switch,
+// usage errors as exit 2, the exit-code table of docs/tools.md in one switch,
 // "error:"/"hint:" lines on stderr, and the table and JSON Lines printers.
 //
 // Programs keep their grammar and Run methods in cmd/; Run methods take
@@ -54,7 +54,7 @@ func (e *Env) Warn(format string, args ...any) {
 	fmt.Fprintf(e.Stderr, "%s: warning: %s\n", e.Name, fmt.Sprintf(format, args...))
 }
 
-// Exit codes (tools.md).
+// Exit codes (docs/tools.md).
 const (
 	ExitOK          = 0
 	ExitFailure     = 1
@@ -263,7 +263,7 @@ func helpVerbFree(grammar any) bool {
 	return cmds
 }
 
-// durationMapper reads every time.Duration flag as layout.md writes
+// durationMapper reads every time.Duration flag as docs/layout.md writes
 // durations (home.ParseDuration: s, m, h and d; a bare number other than
 // 0 is refused), not as Go's time.ParseDuration alone.
 var durationMapper = kong.MapperFunc(func(ctx *kong.DecodeContext, target reflect.Value) error {

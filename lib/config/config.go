@@ -1,5 +1,5 @@
 // Package config reads the settings people write: org.toml and the worker
-// specs workers/NAME.toml (layout.md).
+// specs workers/NAME.toml (docs/layout.md).
 //
 // Both are parsed strictly: an unknown key, a value of the wrong type or an
 // invalid value is refused (errs.ErrRefused, exit 14) with an error that
@@ -55,7 +55,7 @@ type Org struct {
 	Warnings []string
 }
 
-// Defaults (layout.md, "org.toml").
+// Defaults (docs/layout.md, "org.toml").
 const (
 	DefaultSnapshots = 14
 	DefaultMinFree   = "1GiB"
@@ -280,7 +280,7 @@ type Connection struct {
 	Mode string // "ro" or "rw"
 }
 
-// Worker defaults (layout.md, "workers/NAME.toml").
+// Worker defaults (docs/layout.md, "workers/NAME.toml").
 const (
 	DefaultHeartbeat   = "30m"
 	DefaultConcurrency = 1

@@ -11,7 +11,7 @@ import (
 	"github.com/roster-sh/roster/lib/home"
 )
 
-// Off is the word that disables a duration setting where layout.md allows it
+// Off is the word that disables a duration setting where docs/layout.md allows it
 // (heartbeat, idle, budget.proactive).
 const Off = "off"
 

@@ -1,4 +1,4 @@
-// Package dispatch is roster's dispatch loop (dispatch-and-box.md,
+// Package dispatch is roster's dispatch loop (docs/dispatch-and-box.md,
 // "roster-dispatch"): one per home, it fires templates, claims due tasks in
 // claim order round-robin across workers up to the global cap and each
 // worker's concurrency, and starts a detached `roster-box run` per claim.

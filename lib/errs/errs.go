@@ -2,12 +2,12 @@
 //
 // lib packages wrap one of these sentinels (fmt.Errorf("...: %w", errs.ErrNotFound))
 // and never print or exit; lib/cli turns the kind into the exit code of
-// tools.md in one switch. WithHint attaches the "hint:" line a person sees.
+// docs/tools.md in one switch. WithHint attaches the "hint:" line a person sees.
 package errs
 
 import "errors"
 
-// The kinds, one per documented exit code (tools.md, "Output and exit codes").
+// The kinds, one per documented exit code (docs/tools.md, "Output and exit codes").
 var (
 	ErrUsage       = errors.New("usage")       // exit 2: bad flag, argument, name, ambiguous prefix
 	ErrNoHome      = errors.New("no home")     // exit 10: data/ missing or no such worker

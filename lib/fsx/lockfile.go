@@ -17,7 +17,7 @@ func (*symlinkError) Error() string        { return "is a symlink; refusing to f
 func (*symlinkError) Is(target error) bool { return target == unix.ELOOP }
 
 // OpenLockFile opens lock file name in a lock folder that boxes can write
-// (store.md, "Locks"): read-only with O_NOFOLLOW | O_NONBLOCK, and only a
+// (docs/store.md, "Locks"): read-only with O_NOFOLLOW | O_NONBLOCK, and only a
 // regular file; a missing one is created with O_CREAT | O_EXCL (never plain
 // O_CREAT: with fs.protected_regular even root cannot O_CREAT-open another
 // user's file in a sticky folder) and made 0666 by fchmod on the new

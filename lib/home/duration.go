@@ -11,7 +11,7 @@ import (
 // duration is never a calendar day; a DST change does not stretch it).
 const Day = 24 * time.Hour
 
-// ParseDuration reads a duration as layout.md writes them everywhere: Go's
+// ParseDuration reads a duration as docs/layout.md writes them everywhere: Go's
 // units (ns, us, ms, s, m, h) plus d, in any sequence ("90s", "1h30m",
 // "2d", "1d12h", "1.5d"), with an optional sign. "0" is zero; any other
 // bare number is refused, since it could mean seconds or minutes (only

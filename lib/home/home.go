@@ -1,5 +1,5 @@
 // Package home is the only code that knows paths in a roster home and its
-// data tree (layout.md), the name rules, and the id formats.
+// data tree (docs/layout.md), the name rules, and the id formats.
 //
 // Nothing else joins path strings for the data tree: every program asks a
 // Home or a Worker for the path it needs.
@@ -56,7 +56,7 @@ func (h Home) DispatchLock() string { return filepath.Join(h.Dir, "data", "dispa
 func (h Home) DispatchJSON() string { return filepath.Join(h.Dir, "data", "dispatch.json") }
 
 // ContainerRoot is libcontainer's state root, outside the data tree so that
-// a reboot clears it (layout.md).
+// a reboot clears it (docs/layout.md).
 const ContainerRoot = "/run/roster"
 
 // ContainerID is the libcontainer id of a run's box.
@@ -99,7 +99,7 @@ func (w Worker) ChannelStore(channel string) (string, error) {
 	return filepath.Join(w.Dir, "channel-stores", enc), nil
 }
 
-// Run-folder files (dispatch-and-box.md, "Run records").
+// Run-folder files (docs/dispatch-and-box.md, "Run records").
 func RunJSON(runDir string) string      { return filepath.Join(runDir, "run.json") }
 func BoxJSON(runDir string) string      { return filepath.Join(runDir, "box.json") }
 func Briefing(runDir string) string     { return filepath.Join(runDir, "briefing.md") }

@@ -2,7 +2,7 @@ package home
 
 import "path/filepath"
 
-// Names inside a worker's snapshot folder (store.md, "Snapshots"). lib/snap
+// Names inside a worker's snapshot folder (docs/store.md, "Snapshots"). lib/snap
 // works relative to open folder handles, so it needs the names, not paths.
 const (
 	SnapStoreDir         = "store"          // ID/store/: the store tree

@@ -52,7 +52,7 @@ func (w Worker) StoreOwner() int {
 }
 
 // CreateFolders makes the worker's folders in the data tree for box user
-// uid (gid the same number), as layout.md and store.md fix them:
+// uid (gid the same number), as docs/layout.md and docs/store.md fix them:
 //
 //	W/                 root 0700
 //	store/             uid 0700     the worker's durable space
@@ -155,7 +155,7 @@ func chownTree(dir string, owner int) error {
 	})
 }
 
-// createStoreLock pre-creates locks/store, root-owned 0644 (store.md). An
+// createStoreLock pre-creates locks/store, root-owned 0644 (docs/store.md). An
 // existing regular file is kept; anything else there is refused.
 func createStoreLock(path string) error {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)

@@ -1,4 +1,4 @@
-// Package outbox is how a box speaks to the host (dispatch-and-box.md,
+// Package outbox is how a box speaks to the host (docs/dispatch-and-box.md,
 // "Actions"): the action file format, the in-box writer used by roster-task
 // and the host reader used by the supervisor.
 //
@@ -23,7 +23,7 @@ import (
 	"unicode/utf8"
 )
 
-// Limits (dispatch-and-box.md).
+// Limits (docs/dispatch-and-box.md).
 const (
 	MaxActionSize = 1 << 20 // bytes per action file
 	MaxActions    = 1000    // actions per run

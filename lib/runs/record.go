@@ -12,7 +12,7 @@ import (
 )
 
 // Evidence is the host's reasons for an attestation; the same shape in
-// journal lines and run.json (layout.md).
+// journal lines and run.json (docs/layout.md).
 type Evidence struct {
 	Exit           int    `json:"exit"`
 	Signal         string `json:"signal"`
@@ -53,7 +53,7 @@ type ActionRecord struct {
 	Gate    string `json:"gate,omitempty"`
 }
 
-// Record is runs/RUN/run.json (dispatch-and-box.md, "Run records"): written
+// Record is runs/RUN/run.json (docs/dispatch-and-box.md, "Run records"): written
 // when the run starts and replaced when it ends. Nothing in it is written by
 // the worker; it is all computed from what happened.
 type Record struct {

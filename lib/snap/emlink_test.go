@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// store.md step 4: on EMLINK (too many links to one inode) make a fresh
+// docs/store.md step 4: on EMLINK (too many links to one inode) make a fresh
 // copy instead of failing. A hardlink group of 33,000 names kept unchanged
 // across snapshots adds 33,000 links per snapshot to one snapshot inode, so
 // the second take passes ext4's 65,000-link limit.

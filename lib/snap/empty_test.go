@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// store.md step 5: a store with nothing in it has nothing to record, so the
+// docs/store.md step 5: a store with nothing in it has nothing to record, so the
 // first take of an empty store (and empty channel stores) writes no
 // snapshot; the first file makes one.
 func TestFirstTakeOfAnEmptyStoreWritesNothing(t *testing.T) {

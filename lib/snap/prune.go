@@ -84,7 +84,7 @@ func (s *session) trash() (int, error) {
 	return openDirAt(s.snaps, home.SnapTrash)
 }
 
-// Prune keeps the newest keep snapshots of w (store.md step 6), under the
+// Prune keeps the newest keep snapshots of w (docs/store.md step 6), under the
 // store lock.
 func Prune(ctx context.Context, w home.Worker, keep int, opt Options) ([]string, error) {
 	s, err := open(ctx, w, opt.Wait)

@@ -64,7 +64,7 @@ type restoreTree struct {
 }
 
 // Restore replaces worker w's store (and channel stores) with a snapshot's
-// copy (store.md, "Restore"), under the store lock held exclusively. Its
+// copy (docs/store.md, "Restore"), under the store lock held exclusively. Its
 // steps: resolve the snapshot and its trees, take the pre-restore snapshot
 // (the undo), stage every tree, swap them all in, dispose of the old ones,
 // and write the restore record.

@@ -9,7 +9,7 @@ import (
 	"github.com/roster-sh/roster/lib/home"
 )
 
-// A parallel scan: take's fast path (store.md step 5, "nothing changed
+// A parallel scan: take's fast path (docs/store.md step 5, "nothing changed
 // must be fast: a stat walk"). Its answer does not depend on order (every
 // live entry matches its previous entry, and as many match as the
 // previous manifest holds), so one walker reads folders (getdents gives

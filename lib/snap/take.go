@@ -26,7 +26,7 @@ type Result struct {
 	walked []Entry // the entries the take walked (a restore's live state)
 }
 
-// Take snapshots worker w's store and channel stores (store.md, steps
+// Take snapshots worker w's store and channel stores (docs/store.md, steps
 // 1–7) under its store lock, held exclusively throughout.
 func Take(ctx context.Context, w home.Worker, opt Options) (*Result, error) {
 	if opt.Keep <= 0 {
@@ -108,7 +108,7 @@ func (s *session) take(ctx context.Context, opt *Options, label string, force bo
 		return res, nil
 	}
 	if !force && res.Prev == "" && onlyEmptyRoots(walk.entries) {
-		// A first snapshot of empty trees would record nothing: store.md
+		// A first snapshot of empty trees would record nothing: docs/store.md
 		// step 5, nothing changed, nothing written.
 		res.Unchanged = true
 		return res, nil

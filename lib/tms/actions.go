@@ -9,7 +9,7 @@ import (
 	"github.com/roster-sh/roster/lib/home"
 )
 
-// Action kinds a box may ask for (dispatch-and-box.md, "Actions").
+// Action kinds a box may ask for (docs/dispatch-and-box.md, "Actions").
 const (
 	ActComplete = "complete"
 	ActFail     = "fail"

@@ -1,11 +1,11 @@
 // Package tms is the task management system: one partition of tasks and
 // templates per worker (tasks/tasks.json, tasks/journal.jsonl and
-// view/schedule.json), with every rule of tasks.md.
+// view/schedule.json), with every rule of docs/tasks.md.
 //
 // # Invariants
 //
 // Every change happens under flock on tasks/.lock and is written in
-// layout.md's order: (1) its journal line(s), each carrying the version it
+// docs/layout.md's order: (1) its journal line(s), each carrying the version it
 // produces, appended and fsynced; (2) tasks.json atomically replaced; (3)
 // view/schedule.json atomically replaced. The next holder of the lock rolls
 // tasks.json forward from the journal's records when the journal is ahead,

@@ -34,7 +34,7 @@ func (p *Partition) Finished() ([]Task, error) {
 
 // notLive is the error for a change to task id, which is not in
 // tasks.json: a conflict (13) naming its state when the journal has it
-// finished (tools.md: a state change the current state forbids), else not
+// finished (docs/tools.md: a state change the current state forbids), else not
 // found (12). It reads the whole journal, on this error path only.
 func (p *Partition) notLive(id, change string) error {
 	fin, err := finishedTasks(p.W.Journal())

@@ -359,7 +359,7 @@ func (t *txn) emit(l Line, versioned bool) (Line, error) {
 	return l, nil
 }
 
-// commit writes the change in layout.md's order: journal lines appended and
+// commit writes the change in docs/layout.md's order: journal lines appended and
 // fsynced, then tasks.json replaced, then view/schedule.json.
 func (t *txn) commit() error {
 	defer t.end()

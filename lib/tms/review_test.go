@@ -25,7 +25,7 @@ func corruptLine(t *testing.T, p *Partition, n int, text string) {
 	}
 }
 
-// layout.md: only a torn last line is ignored; any other unparsable line
+// docs/layout.md: only a torn last line is ignored; any other unparsable line
 // is a refusal (14) by every reader of the whole journal, and fsck names
 // the line and never points at --rebuild (the journal is the truth).
 func TestJournalCorruptMiddleLineIsRefusedWithHint(t *testing.T) {
@@ -89,7 +89,7 @@ func TestFindTaskNotFoundWithUnreadablePartitionIsRefused(t *testing.T) {
 	}
 }
 
-// tools.md: 13 is "a state change that the current state forbids":
+// docs/tools.md: 13 is "a state change that the current state forbids":
 // canceling a finished task, or resolving a gate of one, names its state.
 func TestCancelOrResolveFinishedTaskConflicts(t *testing.T) {
 	p, _ := open(t, newHome(t, "dobby"), "dobby")

@@ -176,7 +176,7 @@ func editedTaskFields(old, in *Task) []string {
 	return out
 }
 
-// SetTasks applies a set_tasks request with the worker's rules (tasks.md,
+// SetTasks applies a set_tasks request with the worker's rules (docs/tasks.md,
 // "set_tasks"), all or nothing: a stale version is exit 13 and changes
 // nothing; any refused entry refuses the whole set with a RefusedError
 // (exit 13) listing every refusal. by is who asks: ByWorker from a box,

@@ -13,7 +13,7 @@ import (
 // records this build reads and writes.
 const Format = 1
 
-// Kinds of task (tasks.md, "How work arrives").
+// Kinds of task (docs/tasks.md, "How work arrives").
 const (
 	KindFiled        = "filed"
 	KindRecurring    = "recurring"
@@ -46,7 +46,7 @@ const (
 	Canceled    = "canceled"
 )
 
-// Journal events (layout.md, "tasks/journal.jsonl"), plus gate-proposed for
+// Journal events (docs/layout.md, "tasks/journal.jsonl"), plus gate-proposed for
 // a gate a box asked for (the change an accepted propose action makes).
 const (
 	EvFiled        = "filed"

@@ -9,7 +9,7 @@
 // that does not parse is an errs.ErrUsage error with the parser's message;
 // Parse recovers from any panic in the parser.
 //
-// The daylight-saving rules of tasks.md:
+// The daylight-saving rules of docs/tasks.md:
 //
 //   - Spring-forward gap: an activation whose local wall time does not exist
 //     fires once, at the first instant after the gap (the transition
