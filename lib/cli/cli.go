@@ -200,7 +200,11 @@ func Report(env *Env, err error) int {
 	fmt.Fprintf(env.Stderr, "%s: error: %s\n", env.Name, err)
 	var cand *errs.Candidates
 	if errors.As(err, &cand) {
-		for _, id := range cand.IDs {
+		for i, id := range cand.IDs {
+			if i == errs.MaxCandidates {
+				fmt.Fprintf(env.Stderr, "%s: hint: and %d more; give more of the id\n", env.Name, len(cand.IDs)-i)
+				break
+			}
 			fmt.Fprintf(env.Stderr, "%s: hint: candidate %s\n", env.Name, id)
 		}
 	}

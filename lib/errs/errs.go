@@ -57,15 +57,20 @@ func HintOf(err error) string {
 	return ""
 }
 
-// Candidates is an ambiguous-prefix error: it lists what the prefix matched.
+// Candidates is an ambiguous-prefix error: it lists what the prefix (or
+// suffix) matched, all of it; a printer shows the first MaxCandidates and
+// how many more.
 type Candidates struct {
 	What   string // "task", "run", "snapshot"
 	Prefix string
 	IDs    []string
 }
 
+// MaxCandidates is how many of an ambiguous id's matches are listed.
+const MaxCandidates = 10
+
 func (e *Candidates) Error() string {
-	return e.What + " prefix \"" + e.Prefix + "\" is ambiguous"
+	return e.What + " \"" + e.Prefix + "\" is ambiguous: it matches " + itoa(len(e.IDs)) + " ids"
 }
 func (e *Candidates) Unwrap() error { return ErrUsage }
 

@@ -68,9 +68,13 @@ func IsRunID(s string) bool      { return runRE.MatchString(s) }
 func IsTaskID(s string) bool     { return filedTaskRE.MatchString(s) || firedTaskRE.MatchString(s) }
 func IsSnapshotID(s string) bool { return snapRE.MatchString(s) }
 
-// Resolve finds the one id among candidates that prefix names. An exact match
-// wins; otherwise the prefix must match exactly one (several: exit 2 listing
-// them; none: exit 12). For tasks the prefix may leave out the "t-".
+// Resolve finds the one id among candidates that prefix names (layout.md,
+// "Names and ids"). An exact match wins; otherwise the prefix must match
+// exactly one, by its start or, for a task or run, by its random
+// 4-character suffix (k3v9). Several: exit 2 listing them (errs.Candidates;
+// printers show the first MaxCandidates); none: exit 12. For tasks the
+// prefix may leave out the "t-". A candidate may carry a "W/" in front
+// (the same run id under two workers); its suffix still names it.
 func Resolve(what, prefix string, candidates []string) (string, error) {
 	if prefix == "" {
 		return "", errs.New(errs.ErrUsage, what+": empty id")
@@ -80,7 +84,8 @@ func Resolve(what, prefix string, candidates []string) (string, error) {
 		if c == prefix {
 			return c, nil
 		}
-		if strings.HasPrefix(c, prefix) || (what == "task" && strings.HasPrefix(c, "t-"+prefix)) {
+		if strings.HasPrefix(c, prefix) || (what == "task" && strings.HasPrefix(c, "t-"+prefix)) ||
+			randomSuffixIs(what, c, prefix) {
 			found = append(found, c)
 		}
 	}
@@ -96,6 +101,19 @@ func Resolve(what, prefix string, candidates []string) (string, error) {
 		return found[0], nil
 	}
 	return "", &errs.Candidates{What: what, Prefix: prefix, IDs: found}
+}
+
+// randomSuffixIs reports whether s is the random 4-character suffix of
+// id, a run id or a filed task's (a fired task's id has none).
+func randomSuffixIs(what, id, s string) bool {
+	if len(s) != 4 || (what != "task" && what != "run") || !strings.HasSuffix(id, "-"+s) {
+		return false
+	}
+	bare := id[strings.LastIndexByte(id, '/')+1:]
+	if what == "task" {
+		return filedTaskRE.MatchString(bare)
+	}
+	return runRE.MatchString(bare)
 }
 
 func dedup(s []string) []string {

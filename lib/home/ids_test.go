@@ -131,3 +131,39 @@ func TestResolveNoneIsNotFoundAndEmptyIsUsage(t *testing.T) {
 		t.Fatalf("run prefix matched a t- id: %v", err)
 	}
 }
+
+func TestResolveByRandomSuffix(t *testing.T) {
+	tasks := []string{"t-2026-11-29-19-22-01-k3v9", "t-2026-11-30-02-00-00-dobby.nightly", "t-2026-11-29-19-22-02-aaaa"}
+	if got, err := Resolve("task", "k3v9", tasks); err != nil || got != tasks[0] {
+		t.Fatalf("task by suffix: %q, %v", got, err)
+	}
+	// A fired task's id ends in WORKER.TEMPLATE: no random suffix to match.
+	if _, err := Resolve("task", "ghtly", tasks); !errors.Is(err, errs.ErrNotFound) {
+		t.Fatalf("fired task matched by a tail: %v", err)
+	}
+	runs := []string{"2026-11-29-19-22-03-q8w2", "dobby/2026-11-29-19-22-04-q8w3"}
+	if got, err := Resolve("run", "q8w3", runs); err != nil || got != runs[1] {
+		t.Fatalf("run by suffix: %q, %v", got, err)
+	}
+	// Snapshots have no random part; three characters are no suffix.
+	if _, err := Resolve("snapshot", "2.512", []string{"20261129-182202.512"}); !errors.Is(err, errs.ErrNotFound) {
+		t.Fatalf("snapshot by tail: %v", err)
+	}
+	if _, err := Resolve("run", "8w2", runs); !errors.Is(err, errs.ErrNotFound) {
+		t.Fatalf("a 3-character tail matched: %v", err)
+	}
+}
+
+func TestResolveSuffixSharedByTwoIsAmbiguous(t *testing.T) {
+	ids := []string{"2026-11-29-19-22-03-k3v9", "2026-11-30-01-00-00-k3v9"}
+	_, err := Resolve("run", "k3v9", ids)
+	var c *errs.Candidates
+	if !errors.As(err, &c) || len(c.IDs) != 2 {
+		t.Fatalf("got %v, want both candidates", err)
+	}
+	// A prefix and another id's suffix: both match, so it is ambiguous too.
+	ids = []string{"2026-11-29-19-22-03-2026", "2026-11-30-01-00-00-abcd"}
+	if _, err := Resolve("run", "2026", ids); !errors.As(err, &c) {
+		t.Fatalf("got %v, want ambiguous", err)
+	}
+}

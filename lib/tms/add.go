@@ -139,52 +139,57 @@ func (t *txn) newTaskID() string {
 	}
 }
 
-// resolveDeps resolves dependency prefixes against the live tasks, then the
-// finished ones in the journal; an unknown dependency is exit 2.
+// resolveDeps resolves dependency ids (a full id, unique prefix or random
+// suffix) against the live tasks and the finished ones in the journal
+// alike: one that names several is exit 2, an unknown one exit 2. A full
+// live id is taken without reading the journal.
 func (t *txn) resolveDeps(task *Task, after []string) error {
 	var finished map[string]Task
+	var all []string
 	task.DependsOn = nil
 	if len(after) == 0 {
 		return nil
 	}
 	ids := t.taskIDs()
+	live := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		live[id] = true
+	}
 	for _, a := range after {
-		id, err := home.Resolve("task", a, ids)
-		if err == nil {
-			if id == task.ID {
-				return usage("task %s cannot depend on itself", id)
+		id := a
+		if !live[a] {
+			if finished == nil {
+				var err error
+				if finished, err = finishedTasks(t.p.W.Journal()); err != nil {
+					return err
+				}
+				all = append(all, ids...)
+				for fid := range finished {
+					if !live[fid] {
+						all = append(all, fid)
+					}
+				}
 			}
-			if !contains(task.DependsOn, id) {
-				task.DependsOn = append(task.DependsOn, id)
-			}
-			continue
-		}
-		if !errors.Is(err, errs.ErrNotFound) {
-			return err
-		}
-		if finished == nil {
-			if finished, err = finishedTasks(t.p.W.Journal()); err != nil {
+			var err error
+			if id, err = home.Resolve("task", a, all); err != nil {
+				if errors.Is(err, errs.ErrNotFound) {
+					return usage("unknown dependency %q: no such task in worker %s", a, t.p.Name)
+				}
 				return err
 			}
 		}
-		var fids []string
-		for id := range finished {
-			fids = append(fids, id)
-		}
-		id, err = home.Resolve("task", a, fids)
-		if err != nil {
-			if errors.Is(err, errs.ErrNotFound) {
-				return usage("unknown dependency %q: no such task in worker %s", a, t.p.Name)
-			}
-			return err
+		if id == task.ID {
+			return usage("task %s cannot depend on itself", id)
 		}
 		if !contains(task.DependsOn, id) {
 			task.DependsOn = append(task.DependsOn, id)
 		}
-		if task.Settled == nil {
-			task.Settled = map[string]string{}
+		if ft, ok := finished[id]; ok && !live[id] {
+			if task.Settled == nil {
+				task.Settled = map[string]string{}
+			}
+			task.Settled[id] = ft.State
 		}
-		task.Settled[id] = finished[id].State
 	}
 	return nil
 }

@@ -17,10 +17,12 @@ type Found struct {
 	ID     string
 }
 
-// FindTask resolves a task id or unique prefix (the "t-" may be left out)
-// across every worker, or only worker if it is not "". Live tasks are
-// searched first; with finished, the journals' finished tasks too when no
-// live task matches. Several matches: exit 2 listing them; none: exit 12.
+// FindTask resolves a task id, unique prefix (the "t-" may be left out)
+// or random 4-character suffix across every worker, or only worker if it
+// is not "". With finished, the journals' finished tasks are candidates
+// alongside the live ones: an id that names several, live or finished
+// alike, is exit 2 listing them (a live match never silently wins); an
+// exact live id is taken without reading a journal. None: exit 12.
 // Workers whose partition cannot be read are skipped, and their errors
 // (naming the worker) returned alongside a result (for the caller to
 // report); when no readable worker has the id, the error is the first
@@ -38,6 +40,7 @@ func FindTask(ctx context.Context, h home.Home, worker, prefix string, finished 
 			return Found{}, nil, err
 		}
 	}
+	sort.Strings(names)
 	var skipped []error
 	owner := map[string]string{}
 	var ids []string
@@ -58,38 +61,35 @@ func FindTask(ctx context.Context, h home.Home, worker, prefix string, finished 
 			continue
 		}
 		for i := range f.Tasks {
+			if f.Tasks[i].ID == prefix {
+				return Found{Worker: n, ID: prefix}, skipped, nil
+			}
 			owner[f.Tasks[i].ID] = n
 			ids = append(ids, f.Tasks[i].ID)
 		}
 	}
-	id, err := home.Resolve("task", prefix, ids)
-	if err == nil {
-		return Found{Worker: owner[id], ID: id}, skipped, nil
-	}
-	if !errors.Is(err, errs.ErrNotFound) || !finished {
-		return Found{}, skipped, unreadableOr(prefix, skipped, err)
-	}
-	ids = nil
-	sorted := make([]string, 0, len(parts))
-	for n := range parts {
-		sorted = append(sorted, n)
-	}
-	sort.Strings(sorted)
-	for _, n := range sorted {
-		fin, ferr := finishedTasks(parts[n].W.Journal())
-		if ferr != nil {
-			if worker != "" {
-				return Found{}, nil, ferr
+	if finished {
+		for _, n := range names {
+			if parts[n] == nil {
+				continue
 			}
-			skipped = append(skipped, fmt.Errorf("worker %s: %w", n, ferr))
-			continue
-		}
-		for fid := range fin {
-			owner[fid] = n
-			ids = append(ids, fid)
+			fin, ferr := finishedTasks(parts[n].W.Journal())
+			if ferr != nil {
+				if worker != "" {
+					return Found{}, nil, ferr
+				}
+				skipped = append(skipped, fmt.Errorf("worker %s: %w", n, ferr))
+				continue
+			}
+			for fid := range fin {
+				if _, live := owner[fid]; !live {
+					owner[fid] = n
+					ids = append(ids, fid)
+				}
+			}
 		}
 	}
-	id, err = home.Resolve("task", prefix, ids)
+	id, err := home.Resolve("task", prefix, ids)
 	if err != nil {
 		if errors.Is(err, errs.ErrNotFound) && worker != "" {
 			return Found{}, skipped, errs.New(errs.ErrNotFound, fmt.Sprintf("task %q: not found in worker %s", prefix, worker))
