@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/roster-sh/roster/lib/agent"
 	"github.com/roster-sh/roster/lib/cli"
 	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
@@ -34,6 +35,8 @@ type WorkerAddCmd struct {
 	UID         *int     `name:"uid" placeholder:"UID" help:"The box user (and group) id; default: the lowest free one from 200000."`
 	Concurrency *int     `name:"concurrency" placeholder:"N" help:"Boxes of this worker at once from dispatch (default 1)."`
 	Network     string   `name:"network" placeholder:"gateway|none|host" help:"\"gateway\" (loopback and the run's gateway, the default), \"none\" (loopback only) or \"host\"."`
+	Agent       string   `name:"agent" placeholder:"pi|claude" help:"Run this AI agent headless with the briefing as its prompt, instead of a command."`
+	Model       string   `name:"model" placeholder:"MODEL" help:"The agent's model (default: the agent's own)."`
 }
 
 // commandArgv applies the --command rule: once = split on white space,
@@ -65,13 +68,26 @@ func (c *WorkerAddCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if c.Command != nil && len(argv) == 0 {
 		return errs.New(errs.ErrUsage, "--command: empty; give the program a run starts (or leave --command out)")
 	}
+	var ag *agent.Agent
+	switch {
+	case c.Agent != "" && c.Command != nil:
+		return errs.New(errs.ErrUsage, "--agent and --command exclude each other: an agent worker runs its agent")
+	case c.Agent != "":
+		a, err := agent.For(c.Agent)
+		if err != nil {
+			return err
+		}
+		ag = a
+	case c.Model != "":
+		return errs.New(errs.ErrUsage, "--model is for an agent worker: give --agent pi or --agent claude")
+	}
 	h, err := g.OpenHome()
 	if err != nil {
 		return err
 	}
 	w, err := config.AddWorker(env.Ctx, h, config.NewWorker{
 		Name: c.Name, Role: c.Role, Command: argv, Heartbeat: c.Heartbeat,
-		UID: uid, Concurrency: conc, Network: c.Network,
+		UID: uid, Concurrency: conc, Network: c.Network, Agent: c.Agent, Model: c.Model,
 	})
 	if errors.Is(err, fs.ErrPermission) {
 		return errs.WithHint(err, "worker add runs as root: it gives the worker's folders to its box uid")
@@ -81,6 +97,13 @@ func (c *WorkerAddCmd) Run(g *cli.Globals, env *cli.Env) error {
 	}
 	for _, m := range w.Warnings {
 		env.Warn("%s", m)
+	}
+	if ag != nil {
+		// The spec is written: a missing agent is the operator's next step,
+		// not a reason to refuse (its runs fail with the hint until then).
+		if _, err := agent.Find(ag, w.Rootfs); err != nil {
+			env.Warn("worker %s: %v; its runs fail until it is installed (hint: %s)", w.Name, err, errs.HintOf(err))
+		}
 	}
 	// The heartbeat is the host's from the spec: the partition holds it
 	// from the start, not from the dispatcher's first tick.
