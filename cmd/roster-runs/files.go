@@ -55,8 +55,21 @@ func copyFile(w io.Writer, path, what string, e runs.Entry) error {
 		return err
 	}
 	defer f.Close()
-	_, err = io.Copy(w, f)
-	return err
+	return copyOut(w, f)
+}
+
+// copyOut copies a run file verbatim, or escaped for a terminal (PrintableText)
+// when w is one: these files hold what a worker wrote.
+func copyOut(w io.Writer, r io.Reader) error {
+	if !cli.IsTerminal(w) {
+		_, err := io.Copy(w, r)
+		return err
+	}
+	tw := cli.NewPrintableWriter(w)
+	if _, err := io.Copy(tw, r); err != nil {
+		return err
+	}
+	return tw.Close()
 }
 
 func (c *ContextCmd) Run(g *cli.Globals, env *cli.Env) error {
@@ -100,6 +113,11 @@ func (c *LogCmd) Run(g *cli.Globals, env *cli.Env) error {
 		return err
 	}
 	if c.Follow {
+		if cli.IsTerminal(env.Stdout) {
+			tw := cli.NewPrintableWriter(env.Stdout)
+			defer tw.Close()
+			return runs.Follow(env.Ctx, e.Dir, tw, 0)
+		}
 		return runs.Follow(env.Ctx, e.Dir, env.Stdout, 0)
 	}
 	return copyFile(env.Stdout, home.Transcript(e.Dir), "transcript", e)

@@ -29,7 +29,7 @@ func (c *FsckCmd) Run(g *cli.Globals, env *cli.Env) error {
 			return err
 		}
 		for _, n := range r.Notes {
-			fmt.Fprintf(env.Stderr, "roster-task: %s: note: %s\n", p.Name, n)
+			fmt.Fprintf(env.Stderr, "roster-task: %s: note: %s\n", p.Name, cli.Printable(n))
 		}
 		if r.Clean() {
 			fmt.Fprintf(env.Stdout, "%s\tok\tversion %d, %d journal lines\n", p.Name, r.Version, r.Lines)
@@ -37,7 +37,7 @@ func (c *FsckCmd) Run(g *cli.Globals, env *cli.Env) error {
 		}
 		bad = true
 		for _, pr := range r.Problems {
-			fmt.Fprintf(env.Stdout, "%s\tproblem\t%s\n", p.Name, pr)
+			fmt.Fprintf(env.Stdout, "%s\tproblem\t%s\n", p.Name, cli.Printable(pr))
 		}
 		if r.BadLine > 0 {
 			// The journal is the source of truth: a line of it that does

@@ -92,6 +92,9 @@ func printLine(w io.Writer, l *tms.Line) error {
 	for _, ch := range l.Changed {
 		extra = append(extra, ch.Entry+":"+strings.ReplaceAll(ch.What, " ", ""))
 	}
-	_, err := fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Seq, v, l.At.In(time.Local).Format("2006-01-02 15:04:05"), l.Event, what, l.By, strings.Join(extra, " "))
+	// Each field escaped (Printable), so a worker's text cannot add a
+	// field or a line.
+	_, err := fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Seq, v, l.At.In(time.Local).Format("2006-01-02 15:04:05"),
+		cli.Printable(l.Event), cli.Printable(what), cli.Printable(l.By), cli.Printable(strings.Join(extra, " ")))
 	return err
 }

@@ -50,7 +50,7 @@ func (c *SetCmd) Run(g *cli.Globals, env *cli.Env) error {
 		return err
 	}
 	for _, ch := range res.Changed {
-		fmt.Fprintf(env.Stderr, "roster-task: %s %s\n", ch.Entry, ch.What)
+		fmt.Fprintf(env.Stderr, "roster-task: %s %s\n", cli.Printable(ch.Entry), cli.Printable(ch.What))
 	}
 	fmt.Fprintln(env.Stdout, res.Version)
 	return nil

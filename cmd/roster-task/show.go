@@ -117,9 +117,9 @@ func printTask(w io.Writer, out *taskJSON) {
 		add("gate "+gt.ID, fmt.Sprintf("%s (%s)", gt.What, s))
 	}
 	for _, e := range kv {
-		fmt.Fprintf(w, "%-13s %s\n", e[0]+":", e[1])
+		fmt.Fprintf(w, "%-13s %s\n", cli.Printable(e[0])+":", cli.Printable(e[1]))
 	}
-	fmt.Fprintf(w, "\n%s\n", strings.TrimRight(task.Text, "\n"))
+	fmt.Fprintf(w, "\n%s\n", cli.PrintableText(strings.TrimRight(task.Text, "\n")))
 }
 
 // evidenceText is a run's evidence on one line: exit or signal, ceiling,

@@ -49,9 +49,9 @@ type Env struct {
 	Ctx    context.Context
 }
 
-// Warn prints "NAME: warning: msg" on stderr.
+// Warn prints "NAME: warning: msg" on stderr, escaped for a terminal.
 func (e *Env) Warn(format string, args ...any) {
-	fmt.Fprintf(e.Stderr, "%s: warning: %s\n", e.Name, fmt.Sprintf(format, args...))
+	fmt.Fprintf(e.Stderr, "%s: warning: %s\n", e.Name, Printable(fmt.Sprintf(format, args...)))
 }
 
 // Exit codes (docs/tools.md).
@@ -187,8 +187,8 @@ func commandPath(name string, kctx *kong.Context) string {
 	return name
 }
 
-// Report prints err as "error:"/"hint:" lines (nothing for errs.Exit) and
-// returns its exit code.
+// Report prints err as "error:"/"hint:" lines (nothing for errs.Exit),
+// escaped for a terminal, and returns its exit code.
 func Report(env *Env, err error) int {
 	if err == nil {
 		return 0
@@ -197,7 +197,7 @@ func Report(env *Env, err error) int {
 	if errors.As(err, &exit) {
 		return exit.Code
 	}
-	fmt.Fprintf(env.Stderr, "%s: error: %s\n", env.Name, err)
+	fmt.Fprintf(env.Stderr, "%s: error: %s\n", env.Name, Printable(err.Error()))
 	var cand *errs.Candidates
 	if errors.As(err, &cand) {
 		for i, id := range cand.IDs {
@@ -205,11 +205,11 @@ func Report(env *Env, err error) int {
 				fmt.Fprintf(env.Stderr, "%s: hint: and %d more; give more of the id\n", env.Name, len(cand.IDs)-i)
 				break
 			}
-			fmt.Fprintf(env.Stderr, "%s: hint: candidate %s\n", env.Name, id)
+			fmt.Fprintf(env.Stderr, "%s: hint: candidate %s\n", env.Name, Printable(id))
 		}
 	}
 	if h := errs.HintOf(err); h != "" {
-		fmt.Fprintf(env.Stderr, "%s: hint: %s\n", env.Name, h)
+		fmt.Fprintf(env.Stderr, "%s: hint: %s\n", env.Name, Printable(h))
 	}
 	return Code(err)
 }

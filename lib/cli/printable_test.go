@@ -11,10 +11,10 @@ func TestPrintableEscapesTerminalControls(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"plain text, é and 日本", "plain text, é and 日本"},
 		{"", ""},
-		{"\x1b]0;owned\x07", `\x1b]0;owned\a`},
-		{"a\nb\tc\rd", `a\nb\tc\rd`},
+		{"\x1b]0;owned\x07", `\x1b]0;owned\x07`},
+		{"a\nb\tc\rd", `a\x0ab\x09c\x0dd`},
 		{"\u202egnp.exe", `\u202egnp.exe`},
-		{"csi \u009b31m", `csi \u009b31m`},
+		{"csi \u009b31m", `csi \x9b31m`},
 		{"del\x7f", `del\x7f`},
 		{"bad \xff\xfe byte", `bad \xff\xfe byte`},
 		{"sep\u2028x", `sep\u2028x`},
