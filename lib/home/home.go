@@ -74,12 +74,21 @@ type Worker struct {
 	Dir  string
 }
 
-func (w Worker) Store() string           { return filepath.Join(w.Dir, "store") }
-func (w Worker) StoreLocksMount() string { return filepath.Join(w.Dir, "store", ".locks") }
-func (w Worker) Locks() string           { return filepath.Join(w.Dir, "locks") }
-func (w Worker) StoreLock() string       { return filepath.Join(w.Dir, "locks", "store") }
-func (w Worker) ChannelStores() string   { return filepath.Join(w.Dir, "channel-stores") }
-func (w Worker) Snapshots() string       { return filepath.Join(w.Dir, "store-snapshots") }
+// Names in a worker's folder, for code that works relative to an open
+// folder handle (lib/snap, roster-lock); the paths below join them.
+const (
+	StoreDir         = "store"           // W/store/: the worker's store
+	LocksDir         = "locks"           // W/locks/: its lock folder
+	ChannelStoresDir = "channel-stores"  // W/channel-stores/<encoded>/
+	SnapshotsDir     = "store-snapshots" // W/store-snapshots/: its snapshots
+)
+
+func (w Worker) Store() string           { return filepath.Join(w.Dir, StoreDir) }
+func (w Worker) StoreLocksMount() string { return filepath.Join(w.Dir, StoreDir, StoreLocksName) }
+func (w Worker) Locks() string           { return filepath.Join(w.Dir, LocksDir) }
+func (w Worker) StoreLock() string       { return filepath.Join(w.Dir, LocksDir, StoreLockName) }
+func (w Worker) ChannelStores() string   { return filepath.Join(w.Dir, ChannelStoresDir) }
+func (w Worker) Snapshots() string       { return filepath.Join(w.Dir, SnapshotsDir) }
 func (w Worker) Tasks() string           { return filepath.Join(w.Dir, "tasks") }
 func (w Worker) TasksFile() string       { return filepath.Join(w.Dir, "tasks", "tasks.json") }
 func (w Worker) Journal() string         { return filepath.Join(w.Dir, "tasks", "journal.jsonl") }
@@ -89,6 +98,30 @@ func (w Worker) Schedule() string        { return filepath.Join(w.Dir, "view", "
 func (w Worker) Runs() string            { return filepath.Join(w.Dir, "runs") }
 func (w Worker) Run(id string) string    { return filepath.Join(w.Dir, "runs", id) }
 
+// WorkerOfStore recognises real (absolute, symlinks resolved) as a
+// worker's own store, HOME/data/workers/W/store, by its place alone: it
+// does not look at the disk.
+func WorkerOfStore(real string) (Worker, bool) {
+	if filepath.Base(real) != StoreDir {
+		return Worker{}, false
+	}
+	wdir := filepath.Dir(real)
+	workers := filepath.Dir(wdir)
+	data := filepath.Dir(workers)
+	if filepath.Base(workers) != "workers" || filepath.Base(data) != "data" {
+		return Worker{}, false
+	}
+	name := filepath.Base(wdir)
+	if ValidWorker(name) != nil {
+		return Worker{}, false
+	}
+	h, err := At(filepath.Dir(data))
+	if err != nil {
+		return Worker{}, false
+	}
+	return h.Worker(name), true
+}
+
 // ChannelStore is the folder of one channel's store; chan is the channel
 // name (not encoded).
 func (w Worker) ChannelStore(channel string) (string, error) {
@@ -96,7 +129,7 @@ func (w Worker) ChannelStore(channel string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(w.Dir, "channel-stores", enc), nil
+	return filepath.Join(w.Dir, ChannelStoresDir, enc), nil
 }
 
 // Run-folder files (docs/dispatch-and-box.md, "Run records").

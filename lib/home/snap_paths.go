@@ -5,8 +5,8 @@ import "path/filepath"
 // Names inside a worker's snapshot folder (docs/store.md, "Snapshots"). lib/snap
 // works relative to open folder handles, so it needs the names, not paths.
 const (
-	SnapStoreDir         = "store"          // ID/store/: the store tree
-	SnapChannelStoresDir = "channel-stores" // ID/channel-stores/<encoded>/
+	SnapStoreDir         = StoreDir         // ID/store/: the store tree
+	SnapChannelStoresDir = ChannelStoresDir // ID/channel-stores/<encoded>/
 	SnapManifest         = "manifest.jsonl" // ID/manifest.jsonl
 	SnapChanges          = "changes.txt"    // ID/changes.txt
 	SnapPartialPrefix    = ".partial-"      // .partial-ID/: under construction
@@ -17,14 +17,14 @@ const (
 )
 
 // Snapshot is the folder of one complete snapshot.
-func (w Worker) Snapshot(id string) string { return filepath.Join(w.Dir, "store-snapshots", id) }
+func (w Worker) Snapshot(id string) string { return filepath.Join(w.Dir, SnapshotsDir, id) }
 
 // SnapshotManifest is a complete snapshot's manifest.
 func (w Worker) SnapshotManifest(id string) string {
-	return filepath.Join(w.Dir, "store-snapshots", id, SnapManifest)
+	return filepath.Join(w.Dir, SnapshotsDir, id, SnapManifest)
 }
 
 // SnapshotChanges is a complete snapshot's change list.
 func (w Worker) SnapshotChanges(id string) string {
-	return filepath.Join(w.Dir, "store-snapshots", id, SnapChanges)
+	return filepath.Join(w.Dir, SnapshotsDir, id, SnapChanges)
 }

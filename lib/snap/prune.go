@@ -29,7 +29,7 @@ func (s *session) prune(keep int) ([]string, error) {
 			// read: an unreadable one could be counted as a restore point
 			// while the good ones go. Refuse, delete nothing.
 			return nil, errs.WithHint(fmt.Errorf("snapshot %s: its manifest cannot be read (%v); nothing pruned: %w", id, err, errs.ErrRefused),
-				"look at "+home.SnapManifest+" of that snapshot; move the snapshot out of store-snapshots/ once it is understood")
+				"look at "+home.SnapManifest+" of that snapshot; move the snapshot out of "+home.SnapshotsDir+"/ once it is understood")
 		}
 		labels[i] = h.Label
 		if labels[i] != LabelPreRestore {

@@ -105,7 +105,7 @@ func open(ctx context.Context, w home.Worker, wait time.Duration) (*session, err
 		s.close()
 		return nil, fmt.Errorf("make %s: %w", w.Snapshots(), err)
 	}
-	if s.snaps, err = openDirAt(s.wdir, "store-snapshots"); err != nil {
+	if s.snaps, err = openDirAt(s.wdir, home.SnapshotsDir); err != nil {
 		s.close()
 		return nil, fmt.Errorf("open %s: %w", w.Snapshots(), err)
 	}
@@ -125,7 +125,7 @@ func openUnlocked(w home.Worker) (*session, error) {
 	if s.wdir, err = openDirAt(unix.AT_FDCWD, w.Dir); err != nil {
 		return nil, fmt.Errorf("open %s: %w", w.Dir, err)
 	}
-	if s.snaps, err = openDirAt(s.wdir, "store-snapshots"); err != nil {
+	if s.snaps, err = openDirAt(s.wdir, home.SnapshotsDir); err != nil {
 		if err != unix.ENOENT {
 			s.close()
 			return nil, fmt.Errorf("open %s: %w", w.Snapshots(), err)
@@ -162,7 +162,7 @@ func (s *session) manifest(id string) (*Manifest, error) {
 	m, err := ParseManifest(data)
 	if err != nil {
 		return nil, errs.WithHint(errs.New(errs.ErrRefused, fmt.Sprintf("%s: %v", s.w.SnapshotManifest(id), err)),
-			"move that snapshot folder out of store-snapshots/ (or delete it) to take snapshots again")
+			"move that snapshot folder out of "+home.SnapshotsDir+"/ (or delete it) to take snapshots again")
 	}
 	return m, nil
 }
@@ -247,7 +247,7 @@ func (s *session) roots() ([]root, func(), error) {
 			unix.Close(r.fd)
 		}
 	}
-	fd, err := openDirAt(s.wdir, "store")
+	fd, err := openDirAt(s.wdir, home.StoreDir)
 	if err == unix.ENOENT {
 		return nil, done, errs.WithHint(fmt.Errorf("worker %q has no store folder (%s)", s.w.Name, s.w.Store()),
 			"`roster-snap restore "+s.w.Name+"` puts back the newest snapshot's")
