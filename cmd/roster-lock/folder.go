@@ -36,7 +36,7 @@ func (c *CLI) openFolder(g *cli.Globals, ls bool) (*os.File, error) {
 			return nil, errs.WithHint(errs.New(errs.ErrUsage, "inside a box with no $HOME: no default store"),
 				"name the store with --store DIR")
 		}
-		path, inStore, err = storeLocks("", filepath.Join(h, "store"))
+		path, inStore, err = storeLocks("", filepath.Join(h, home.StoreDir)) // a box's $HOME/store is its worker's store
 	default:
 		return nil, errs.WithHint(errs.New(errs.ErrUsage, "no lock folder: give --worker W or --store DIR"),
 			"on the host a worker's locks are --worker W; only inside a box is $HOME/store the default")
@@ -50,7 +50,7 @@ func (c *CLI) openFolder(g *cli.Globals, ls bool) (*os.File, error) {
 		if ls && errors.Is(err, unix.ENOENT) {
 			return nil, nil
 		}
-		path = filepath.Join(path, ".locks")
+		path = filepath.Join(path, home.StoreLocksName)
 	} else {
 		d, err = fsx.OpenDir(path)
 	}
@@ -77,10 +77,10 @@ func openStoreLocks(dir string, create bool) (*os.File, error) {
 		return nil, &os.PathError{Op: "open store", Path: dir, Err: err}
 	}
 	defer unix.Close(dfd)
-	path := filepath.Join(dir, ".locks")
+	path := filepath.Join(dir, home.StoreLocksName)
 	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
 	for attempt := 0; ; attempt++ {
-		fd, err := unix.Openat(dfd, ".locks", flags, 0)
+		fd, err := unix.Openat(dfd, home.StoreLocksName, flags, 0)
 		if err == nil {
 			return os.NewFile(uintptr(fd), path), nil
 		}
@@ -88,7 +88,7 @@ func openStoreLocks(dir string, create bool) (*os.File, error) {
 			return nil, &os.PathError{Op: "open folder", Path: path, Err: err}
 		}
 		// Made meanwhile by someone else (EEXIST): open theirs.
-		if err := unix.Mkdirat(dfd, ".locks", 0o777); err != nil && err != unix.EEXIST {
+		if err := unix.Mkdirat(dfd, home.StoreLocksName, 0o777); err != nil && err != unix.EEXIST {
 			return nil, &os.PathError{Op: "make lock folder", Path: path, Err: err}
 		}
 		if err := unix.Fsync(dfd); err != nil {
@@ -151,24 +151,13 @@ func workerOf(dir string, st os.FileInfo) (home.Worker, bool) {
 		return home.Worker{}, false
 	}
 	real, err := filepath.EvalSymlinks(abs)
-	if err != nil || filepath.Base(real) != "store" {
-		return home.Worker{}, false
-	}
-	wdir := filepath.Dir(real)
-	workers := filepath.Dir(wdir)
-	data := filepath.Dir(workers)
-	if filepath.Base(workers) != "workers" || filepath.Base(data) != "data" {
-		return home.Worker{}, false
-	}
-	name := filepath.Base(wdir)
-	if home.ValidWorker(name) != nil {
-		return home.Worker{}, false
-	}
-	h, err := home.At(filepath.Dir(data))
 	if err != nil {
 		return home.Worker{}, false
 	}
-	w := h.Worker(name)
+	w, ok := home.WorkerOfStore(real)
+	if !ok {
+		return home.Worker{}, false
+	}
 	if fi, err := os.Stat(w.Store()); err != nil || !os.SameFile(fi, st) {
 		return home.Worker{}, false
 	}

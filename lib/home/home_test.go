@@ -144,3 +144,15 @@ func TestCreateFoldersKeepsAStoreLockFileAndRefusesOtherThings(t *testing.T) {
 		t.Fatal("uid 0 accepted")
 	}
 }
+
+func TestWorkerOfStoreByPlace(t *testing.T) {
+	w, ok := WorkerOfStore("/h/data/workers/dobby/store")
+	if !ok || w.Name != "dobby" || w.Store() != "/h/data/workers/dobby/store" {
+		t.Fatalf("WorkerOfStore = %+v, %v", w, ok)
+	}
+	for _, p := range []string{"/h/data/workers/dobby/store2", "/h/data/other/dobby/store", "/h/x/workers/dobby/store", "/h/data/workers/Bad!/store", "/store"} {
+		if w, ok := WorkerOfStore(p); ok {
+			t.Errorf("WorkerOfStore(%q) = %+v, want none", p, w)
+		}
+	}
+}
