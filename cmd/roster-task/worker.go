@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 
@@ -190,34 +188,19 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-// countTasks reads the states of a worker's partition, tasks/tasks.json (a
-// missing one is an empty partition). It reads only what it counts, so it
-// needs nothing of lib/tms; an unknown format is refused like everywhere.
+// countTasks counts the pending and claimed tasks of a worker's
+// partition, read as tms reads it (a missing one is empty; an unreadable
+// one is refused, exit 14).
 func countTasks(w home.Worker) (pending, claimed int, err error) {
-	data, err := os.ReadFile(w.TasksFile())
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, 0, nil
-	}
+	f, err := tms.ReadFile(w)
 	if err != nil {
-		return 0, 0, errs.New(errs.ErrRefused, fmt.Sprintf("%s: cannot read: %v", w.TasksFile(), err))
-	}
-	var f struct {
-		Format int `json:"format"`
-		Tasks  []struct {
-			State string `json:"state"`
-		} `json:"tasks"`
-	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		return 0, 0, errs.New(errs.ErrRefused, fmt.Sprintf("%s: not a tasks file: %v", w.TasksFile(), err))
-	}
-	if f.Format != 1 {
-		return 0, 0, errs.New(errs.ErrRefused, fmt.Sprintf("%s: unknown format %d", w.TasksFile(), f.Format))
+		return 0, 0, err
 	}
 	for _, t := range f.Tasks {
 		switch t.State {
-		case "pending":
+		case tms.Pending:
 			pending++
-		case "claimed":
+		case tms.Claimed:
 			claimed++
 		}
 	}

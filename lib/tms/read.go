@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/runs"
 )
 
@@ -142,6 +143,12 @@ func (p *Partition) ShowEnded(ctx context.Context, id string) (Task, *Line, erro
 	}
 	return Task{}, nil, notFound("task %s: not found in worker %s", id, p.Name)
 }
+
+// ReadFile reads worker w's tasks.json as it is on disk, without the
+// partition lock and without rolling it forward from the journal: for a
+// listing that writes nothing (worker ls). A missing file is the empty
+// partition; an unreadable one is refused (exit 14) as by every reader.
+func ReadFile(w home.Worker) (*File, error) { return readFile(w.TasksFile()) }
 
 // Read returns the partition as it is now (rolled forward if need be).
 func (p *Partition) Read(ctx context.Context) (*File, error) {
