@@ -99,7 +99,7 @@ func main() {
 // that is not UTF-8 (kong replaces its bad bytes, the command's too),
 // ROSTER_HOME set without --home) is left to kong and its messages.
 func fastArgs(args []string) (*CLI, *cli.Globals, bool) {
-	c := &CLI{ConflictExitCode: cli.ExitBusy}
+	c := &CLI{ConflictExitCode: errs.ExitBusy}
 	g := &cli.Globals{}
 	seen := map[string]bool{}
 	for i := 0; i < len(args); i++ {
@@ -246,7 +246,7 @@ func (c *CLI) busy(env *cli.Env, f *os.File, wait time.Duration) error {
 	if wait > 0 {
 		msg += fmt.Sprintf("; gave up after %s", wait)
 	}
-	if c.ConflictExitCode == cli.ExitBusy {
+	if c.ConflictExitCode == errs.ExitBusy {
 		return errs.New(errs.ErrBusy, msg)
 	}
 	fmt.Fprintf(env.Stderr, "%s: error: %s\n", env.Name, msg)

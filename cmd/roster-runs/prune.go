@@ -63,7 +63,7 @@ func (c *PruneCmd) Run(g *cli.Globals, env *cli.Env) error {
 	}
 	if len(problems) > 0 {
 		// The first problem's kind decides the exit code; the rest went on.
-		return &errs.Exit{Code: cli.Code(errors.Unwrap(problems[0]))}
+		return &errs.Exit{Code: errs.Code(errors.Unwrap(problems[0]))}
 	}
 	return nil
 }

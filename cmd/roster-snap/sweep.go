@@ -66,7 +66,7 @@ func (c *SweepCmd) Run(g *cli.Globals, env *cli.Env) error {
 		return err
 	}
 	if first != nil {
-		return &errs.Exit{Code: cli.Code(first)}
+		return &errs.Exit{Code: errs.Code(first)}
 	}
 	return nil
 }

@@ -136,7 +136,7 @@ func submit(env *cli.Env, a *outbox.Action) (*outbox.Outcome, error) {
 	fmt.Fprintf(env.Stderr, "%s: error: action %d refused: %s\n", env.Name, o.N, o.Message)
 	code := o.Code
 	if code == 0 {
-		code = cli.ExitFailure
+		code = errs.ExitFailure
 	}
 	return o, &errs.Exit{Code: code}
 }

@@ -112,7 +112,7 @@ func eachWorker(g *cli.Globals, env *cli.Env, worker string, fn func(p *tms.Part
 		}
 	}
 	if first != nil {
-		return &errs.Exit{Code: cli.Code(first)}
+		return &errs.Exit{Code: errs.Code(first)}
 	}
 	return nil
 }

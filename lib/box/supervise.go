@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/roster-sh/roster/lib/cli"
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
@@ -338,7 +337,7 @@ func (s *Supervision) serveActions(ctx context.Context, ob *outbox.Reader, rec *
 		}
 		o.Kind = kind
 		if aerr != nil {
-			o.Outcome, o.Code, o.Message = "refused", cli.Code(aerr), aerr.Error()
+			o.Outcome, o.Code, o.Message = "refused", errs.Code(aerr), aerr.Error()
 			if o.Code == 0 {
 				o.Code = outbox.CodeFailed
 			}

@@ -1,5 +1,5 @@
 // Package cli is the one Main every roster program runs: kong parsing with
-// usage errors as exit 2, the exit-code table of docs/tools.md in one switch,
+// usage errors as exit 2, lib/errs' exit codes,
 // "error:"/"hint:" lines on stderr, and the table and JSON Lines printers.
 //
 // Programs keep their grammar and Run methods in cmd/; Run methods take
@@ -54,44 +54,9 @@ func (e *Env) Warn(format string, args ...any) {
 	fmt.Fprintf(e.Stderr, "%s: warning: %s\n", e.Name, Printable(fmt.Sprintf(format, args...)))
 }
 
-// Exit codes (docs/tools.md).
-const (
-	ExitOK          = 0
-	ExitFailure     = 1
-	ExitUsage       = 2
-	ExitNoHome      = 10
-	ExitBusy        = 11
-	ExitNotFound    = 12
-	ExitConflict    = 13
-	ExitRefused     = 14
-	ExitInterrupted = 130
-)
-
-// Code maps an error to its exit code: the one switch of the suite.
-func Code(err error) int {
-	var exit *errs.Exit
-	switch {
-	case err == nil:
-		return ExitOK
-	case errors.As(err, &exit):
-		return exit.Code
-	case errors.Is(err, errs.ErrUsage):
-		return ExitUsage
-	case errors.Is(err, errs.ErrNoHome):
-		return ExitNoHome
-	case errors.Is(err, errs.ErrBusy):
-		return ExitBusy
-	case errors.Is(err, errs.ErrNotFound):
-		return ExitNotFound
-	case errors.Is(err, errs.ErrConflict):
-		return ExitConflict
-	case errors.Is(err, errs.ErrRefused):
-		return ExitRefused
-	case errors.Is(err, errs.ErrInterrupted), errors.Is(err, context.Canceled):
-		return ExitInterrupted
-	}
-	return ExitFailure
-}
+// ExitBusy is errs.ExitBusy, for cmd/roster-box until it names the table
+// in lib/errs.
+const ExitBusy = errs.ExitBusy
 
 type exitPanic struct{ code int }
 
@@ -142,7 +107,7 @@ func MainEnv(env *Env, grammar any, args []string, opts ...kong.Option) (code in
 			if e, ok := r.(exitPanic); ok {
 				code = e.code
 				if code == 80 || (code != 0 && code != 1) {
-					code = ExitUsage
+					code = errs.ExitUsage
 				}
 				return
 			}
@@ -165,7 +130,7 @@ func MainEnv(env *Env, grammar any, args []string, opts ...kong.Option) (code in
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "%s: error: %s\n", name, err)
 		fmt.Fprintf(env.Stderr, "%s: hint: see '%s --help'\n", name, commandPath(name, kctx))
-		return ExitUsage
+		return errs.ExitUsage
 	}
 	err = kctx.Run()
 	return Report(env, err)
@@ -211,7 +176,7 @@ func Report(env *Env, err error) int {
 	if h := errs.HintOf(err); h != "" {
 		fmt.Fprintf(env.Stderr, "%s: hint: %s\n", env.Name, Printable(h))
 	}
-	return Code(err)
+	return errs.Code(err)
 }
 
 // DumpGrammar prints every command path and its flags, one per line

@@ -1,11 +1,14 @@
 // Package errs holds the error kinds every roster program maps to an exit code.
 //
 // lib packages wrap one of these sentinels (fmt.Errorf("...: %w", errs.ErrNotFound))
-// and never print or exit; lib/cli turns the kind into the exit code of
+// and never print or exit; Code turns the kind into the exit code of
 // docs/tools.md in one switch. WithHint attaches the "hint:" line a person sees.
 package errs
 
-import "errors"
+import (
+	"context"
+	"errors"
+)
 
 // The kinds, one per documented exit code (docs/tools.md, "Output and exit codes").
 var (
@@ -17,6 +20,45 @@ var (
 	ErrRefused     = errors.New("refused")     // exit 14: unreadable data
 	ErrInterrupted = errors.New("interrupted") // exit 130
 )
+
+// Exit codes (docs/tools.md).
+const (
+	ExitOK          = 0
+	ExitFailure     = 1
+	ExitUsage       = 2
+	ExitNoHome      = 10
+	ExitBusy        = 11
+	ExitNotFound    = 12
+	ExitConflict    = 13
+	ExitRefused     = 14
+	ExitInterrupted = 130
+)
+
+// Code maps an error to its exit code: the one switch of the suite.
+func Code(err error) int {
+	var exit *Exit
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &exit):
+		return exit.Code
+	case errors.Is(err, ErrUsage):
+		return ExitUsage
+	case errors.Is(err, ErrNoHome):
+		return ExitNoHome
+	case errors.Is(err, ErrBusy):
+		return ExitBusy
+	case errors.Is(err, ErrNotFound):
+		return ExitNotFound
+	case errors.Is(err, ErrConflict):
+		return ExitConflict
+	case errors.Is(err, ErrRefused):
+		return ExitRefused
+	case errors.Is(err, ErrInterrupted), errors.Is(err, context.Canceled):
+		return ExitInterrupted
+	}
+	return ExitFailure
+}
 
 // Kind is an error of one of the kinds above with its own message: Error()
 // returns only the message, errors.Is matches the kind.
