@@ -27,6 +27,8 @@ var deniedSyscalls = []string{
 	"kexec_load", "kexec_file_load", "reboot",
 	"init_module", "finit_module", "delete_module", "create_module",
 	"bpf", "perf_event_open", "userfaultfd",
+	"pidfd_getfd",                                           // another process's descriptors (pid 1's status pipe)
+	"io_uring_setup", "io_uring_enter", "io_uring_register", // a syscall path seccomp cannot see into
 	"keyctl", "add_key", "request_key",
 	"swapon", "swapoff", "acct", "quotactl", "quotactl_fd",
 	"settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "stime",
@@ -58,5 +60,13 @@ func seccompProfile() *configs.Seccomp {
 			Args: []*configs.Arg{{Index: 0, Value: f, ValueTwo: f, Op: configs.MaskEqualTo}}})
 	}
 	sc.Syscalls = append(sc.Syscalls, &configs.Syscall{Name: "clone3", Action: configs.Errno, ErrnoRet: &enosys})
+	// socket(AF_VSOCK): a way to the hypervisor's host past the network
+	// namespace. fcntl(F_SETLEASE): a lease on a store file would make the
+	// host's snapshot open wait on the box (Containment).
+	sc.Syscalls = append(sc.Syscalls,
+		&configs.Syscall{Name: "socket", Action: configs.Errno, ErrnoRet: &eperm,
+			Args: []*configs.Arg{{Index: 0, Value: unix.AF_VSOCK, Op: configs.EqualTo}}},
+		&configs.Syscall{Name: "fcntl", Action: configs.Errno, ErrnoRet: &eperm,
+			Args: []*configs.Arg{{Index: 1, Value: unix.F_SETLEASE, Op: configs.EqualTo}}})
 	return sc
 }

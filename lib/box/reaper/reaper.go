@@ -29,6 +29,13 @@ var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT
 // one the command chose. It is made close-on-exec, so the command never
 // holds it.
 func Run(args []string, env []string, status int) (int, error) {
+	// Not dumpable: the command runs as the same uid, and must not ptrace
+	// pid 1, open its /proc/1/mem or take its descriptors (pidfd_getfd: the
+	// status pipe) (Containment). The command's execve makes it dumpable
+	// again; only pid 1 is shielded.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return 126, err
+	}
 	if status >= 0 {
 		unix.CloseOnExec(status)
 	}
