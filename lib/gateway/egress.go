@@ -290,6 +290,7 @@ func (g *Gateway) serveHTTPProxy(w http.ResponseWriter, r *http.Request, start t
 	if strings.EqualFold(r.Header.Get("Proxy-Connection"), "close") {
 		w.Header().Set("Connection", "close")
 	}
+	fullDuplex(w)
 	e := g.egress
 	e.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), egressKey{}, c)))
 }

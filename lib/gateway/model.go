@@ -211,6 +211,11 @@ func (m *modelProxy) serve(w http.ResponseWriter, r *http.Request, p Provider, s
 		entry.Path = "/"
 	}
 	rf := refusal{provider: &p, entry: entry, target: "/" + p.Name}
+	if dotSegment(r.URL.Path) {
+		rf.kind, rf.msg = runs.RefuseBadRequest, "a path with . or .. segments"
+		g.refuse(w, r, start, rf)
+		return
+	}
 	if !g.granted[p.Name] {
 		rf.kind, rf.msg = runs.RefuseProviderNotGranted, "this worker's [gateway] providers do not include "+p.Name
 		g.refuse(w, r, start, rf)
@@ -233,6 +238,7 @@ func (m *modelProxy) serve(w http.ResponseWriter, r *http.Request, p Provider, s
 		return
 	}
 	c := &modelCall{p: p, upstream: up, cred: cred, rest: rest}
+	fullDuplex(w)
 	r = r.WithContext(context.WithValue(r.Context(), callKey{}, c))
 	// ReverseProxy panics with http.ErrAbortHandler when a stream is cut
 	// mid-copy; the call is recorded all the same, then the panic goes on
@@ -385,3 +391,20 @@ func (b *meteredBody) Read(p []byte) (int, error) {
 	return n, err
 }
 func (b *meteredBody) Close() error { return b.rc.Close() }
+
+// fullDuplex keeps net/http from consuming the rest of a request body when
+// the response begins: a proxy's upstream may answer (and stream) while
+// its transport still reads the body, and without this the two race and
+// the upstream connection is cut mid-answer.
+func fullDuplex(w http.ResponseWriter) { http.NewResponseController(w).EnableFullDuplex() }
+
+// dotSegment: a model path may not climb out of the provider's upstream
+// base path (an upstream such as https://llm.corp/anthropic).
+func dotSegment(p string) bool {
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
+}

@@ -265,6 +265,18 @@ func TestRefusalBadRequest(t *testing.T) {
 		}
 		assertRefusal(t, resp, runs.RefuseBadRequest, "")
 	}
+	c := vaultCreds(t, map[string]string{"anthropic": realKey})
+	r2 := newRig(t, Config{Providers: providers(nil, nil, c), Granted: []string{"anthropic"}, Creds: c})
+	for _, path := range []string{"/anthropic/../openai/v1", "/anthropic/v1/%2e%2e/x"} {
+		conn := r2.dial()
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: g\r\nContent-Length: 0\r\n\r\n", path)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertRefusal(t, resp, runs.RefuseBadRequest, StyleAnthropic)
+		conn.Close()
+	}
 	for _, e := range r.lines() {
 		if e.Refusal != runs.RefuseBadRequest || e.Kind != "" {
 			t.Fatalf("%+v", e)
