@@ -75,10 +75,12 @@ func TestFlockWaitGivesUpAfterTheWait(t *testing.T) {
 func TestFlockWaitGetsTheLockWhenReleased(t *testing.T) {
 	a, b := openTwice(t)
 	Flock(context.Background(), a, false, 0)
-	time.AfterFunc(50*time.Millisecond, func() { Unlock(a) })
+	unlocked := make(chan struct{})
+	time.AfterFunc(50*time.Millisecond, func() { Unlock(a); close(unlocked) })
 	if err := Flock(context.Background(), b, false, time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	<-unlocked // a is closed by the cleanup only after its unlock returned
 }
 
 func TestFlockForeverBlocksUntilReleased(t *testing.T) {
