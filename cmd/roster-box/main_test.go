@@ -8,14 +8,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/roster-sh/roster/internal/testbin"
 	"github.com/roster-sh/roster/lib/cli"
 	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/home"
@@ -29,20 +28,11 @@ func TestMain(m *testing.M) {
 		return
 	}
 	if os.Geteuid() == 0 {
-		dir, err := os.MkdirTemp("", "roster-box-test-bin-")
-		if err != nil {
-			panic(err)
-		}
-		cmd := exec.Command("go", "build", "-o", dir+"/", "../roster-task", "../roster-lock")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build roster-task: %v\n%s", err, out)
-			os.Exit(1)
-		}
+		dir, remove := testbin.Temp("roster-task", "roster-lock")
 		os.Setenv("ROSTER_EXEC_PATH", dir)
 		os.Setenv("ROSTER_BOX_GRACE", "1s")
 		code := m.Run()
-		os.RemoveAll(dir)
+		remove()
 		os.Exit(code)
 	}
 	os.Exit(m.Run())
@@ -150,8 +140,6 @@ func (f *fixture) lastRun() *runs.Record {
 	}
 	return last
 }
-
-func sh(script string) []string { return []string{"sh", "-c", script} }
 
 // testUID is a box uid no other test on this machine uses at the same time
 // (other packages' workers take the lowest free uid from 200000).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/roster-sh/roster/internal/testbin"
 	"github.com/roster-sh/roster/lib/cli"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/tms"
@@ -112,10 +112,8 @@ func TestSnapshotAfterARunIsRecorded(t *testing.T) {
 	// The suite with roster-snap beside roster-box: the supervisor takes
 	// the snapshot after the run.
 	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir+"/", "../roster-snap")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build roster-snap: %v\n%s", err, out)
+	if err := testbin.Build(dir, "roster-snap"); err != nil {
+		t.Fatal(err)
 	}
 	for _, tool := range []string{"roster-task", "roster-lock"} {
 		if err := os.Symlink(filepath.Join(os.Getenv("ROSTER_EXEC_PATH"), tool), filepath.Join(dir, tool)); err != nil {

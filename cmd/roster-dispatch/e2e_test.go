@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roster-sh/roster/internal/testbin"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/runs"
 	"github.com/roster-sh/roster/lib/tms"
@@ -33,42 +34,11 @@ func TestMain(m *testing.M) {
 	if os.Geteuid() != 0 || testing.Short() {
 		os.Exit(m.Run()) // the tests skip themselves, saying why
 	}
-	dir, err := os.MkdirTemp("", "roster-dispatch-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err := build(dir); err != nil {
-		fmt.Fprintln(os.Stderr, "building the suite:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	dir, remove := testbin.Temp()
 	bin = dir
 	code := m.Run()
-	os.RemoveAll(dir)
+	remove()
 	os.Exit(code)
-}
-
-func build(dir string) error {
-	root, _ := filepath.Abs("../..")
-	var pure []string
-	ents, _ := os.ReadDir(filepath.Join(root, "cmd"))
-	for _, e := range ents {
-		if e.IsDir() && e.Name() != "roster-box" {
-			pure = append(pure, "./cmd/"+e.Name())
-		}
-	}
-	cmd := exec.Command("go", append([]string{"build", "-o", dir + "/"}, pure...)...)
-	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%v\n%s", err, out)
-	}
-	cmd = exec.Command("go", "build", "-tags", "seccomp", "-o", filepath.Join(dir, "roster-box"), "./cmd/roster-box")
-	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%v\n%s", err, out)
-	}
-	return nil
 }
 
 type env struct {
@@ -330,10 +300,6 @@ func (e *env) events(worker, event, task string) int {
 		}
 	}
 	return n
-}
-
-func (e *env) finished(worker string) int {
-	return e.events(worker, tms.EvCompleted, "") + e.events(worker, tms.EvFailed, "")
 }
 
 // runOf returns the one run record of task.

@@ -22,26 +22,17 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/roster-sh/roster/internal/testbin"
 )
 
 var bin string // the built roster-lock
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "roster-lock-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	dir, remove := testbin.Temp("roster-lock")
 	bin = filepath.Join(dir, "roster-lock")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building roster-lock: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	remove()
 	os.Exit(code)
 }
 

@@ -22,24 +22,17 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/roster-sh/roster/internal/testbin"
 )
 
 var binDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "roster-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err := buildSuite(dir); err != nil {
-		fmt.Fprintln(os.Stderr, "building the suite:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	dir, remove := testbin.Temp()
 	binDir = dir
 	code := m.Run()
-	os.RemoveAll(dir)
+	remove()
 	os.Exit(code)
 }
 
@@ -47,41 +40,6 @@ func TestMain(m *testing.M) {
 func repoRoot() string {
 	wd, _ := os.Getwd()
 	return filepath.Clean(filepath.Join(wd, "..", ".."))
-}
-
-func buildSuite(dir string) error {
-	root := repoRoot()
-	ents, err := os.ReadDir(filepath.Join(root, "cmd"))
-	if err != nil {
-		return err
-	}
-	var pure []string
-	box := false
-	for _, e := range ents {
-		if !e.IsDir() {
-			continue
-		}
-		if e.Name() == "roster-box" {
-			box = true
-			continue
-		}
-		pure = append(pure, "./cmd/"+e.Name())
-	}
-	cmd := exec.Command("go", append([]string{"build", "-o", dir + "/"}, pure...)...)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%v\n%s", err, out)
-	}
-	if box {
-		cmd := exec.Command("go", "build", "-tags", "seccomp", "-o", filepath.Join(dir, "roster-box"), "./cmd/roster-box")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("%v\n%s", err, out)
-		}
-	}
-	return nil
 }
 
 // Params is the testscript setup shared by every e2e test in this package.
