@@ -34,7 +34,7 @@ func Lock(h home.Home) (*fsx.Lock, error) {
 	}
 	f := lk.File()
 	pid := []byte(strconv.Itoa(os.Getpid()) + "\n")
-	if err := f.Truncate(0); err == nil {
+	if err = f.Truncate(0); err == nil {
 		if _, err = f.WriteAt(pid, 0); err == nil {
 			err = f.Sync()
 		}
