@@ -25,7 +25,27 @@ PI_VERSION     := 0.73.1
 CLAUDE_VERSION := 2.1.197
 AGENT_PKGS     := @mariozechner/pi-coding-agent@$(PI_VERSION) @anthropic-ai/claude-code@$(CLAUDE_VERSION)
 
-.PHONY: all build deps deps-build deps-test deps-bench deps-agents install-debs test test-short demo bench man-lint install clean fmt vet
+# The linters, pinned, installed with `go install` through the Go module
+# proxy into .tools/ (one folder per version, so a bump reinstalls).
+# govulncheck reads a local copy of the Go vulnerability database: the
+# golang.org/x/vulndb module at VULNDB_VERSION (the database as of that
+# day), indexed with its own indexdb; bump VULNDB_VERSION to learn of newer
+# vulnerabilities. A vulnerability our code reaches in a required module
+# fails lint; one in the standard library is fixed only by a newer Go, so
+# it warns (VULN_STDLIB=fail makes it fail too).
+TOOLS               := $(CURDIR)/.tools
+STATICCHECK_VERSION := v0.8.2
+GOVULNCHECK_VERSION := v1.9.0
+VULNDB_VERSION      := v0.0.0-20261105234957-e22db6528018
+STATICCHECK := $(TOOLS)/staticcheck@$(STATICCHECK_VERSION)/staticcheck
+GOVULNCHECK := $(TOOLS)/govulncheck@$(GOVULNCHECK_VERSION)/govulncheck
+INDEXDB     := $(TOOLS)/indexdb@$(VULNDB_VERSION)/indexdb
+VULNDB      := $(TOOLS)/vulndb@$(VULNDB_VERSION)
+VULN_STDLIB ?= warn
+# make fuzz: how long each fuzz target runs.
+FUZZTIME    ?= 5s
+
+.PHONY: all build deps deps-build deps-test deps-bench deps-agents install-debs test test-short demo bench man-lint install clean fmt vet lint staticcheck vulncheck race fuzz
 
 all: build
 
@@ -71,12 +91,46 @@ install-debs:
 
 vet:
 	$(GO) vet -tags seccomp ./...
-	@test -z "$$(gofmt -l cmd lib tools bench 2>/dev/null)" || { gofmt -l cmd lib tools bench; echo "gofmt needed"; exit 1; }
+	@test -z "$$(gofmt -l cmd lib internal tools bench 2>/dev/null)" || { gofmt -l cmd lib internal tools bench; echo "gofmt needed"; exit 1; }
 
 # Every test: unit, end-to-end (real binaries, real boxes as root), fault,
 # and man-page lint. Go test -p 2 matches the 2-core machines.
 test: deps-test deps-agents vet
 	$(GO) test -tags seccomp -count=1 -p 2 -timeout 40m ./...
+
+# Static checks: vet and gofmt, staticcheck, govulncheck (see TOOLS above).
+lint: vet staticcheck vulncheck
+
+staticcheck: deps-build $(STATICCHECK)
+	$(STATICCHECK) -tags seccomp ./...
+
+vulncheck: deps-build $(GOVULNCHECK) $(VULNDB)/index/db.json
+	@echo "$(GOVULNCHECK) -db file://$(VULNDB) -tags seccomp ./..."
+	@set -o pipefail; $(GOVULNCHECK) -db file://$(VULNDB) -tags seccomp -format json ./... | \
+		$(GO) run ./tools/vulncheck -stdlib $(VULN_STDLIB)
+
+$(STATICCHECK):
+	GOBIN=$(@D) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+$(GOVULNCHECK):
+	GOBIN=$(@D) $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
+$(INDEXDB):
+	GOBIN=$(@D) $(GO) install golang.org/x/vulndb/cmd/indexdb@$(VULNDB_VERSION)
+# The database's OSV files come in the vulndb module; go mod download runs
+# in a scratch module of its own so that the project's go.sum is untouched.
+$(VULNDB)/index/db.json: | $(INDEXDB)
+	@mkdir -p $(TOOLS)/mod && cd $(TOOLS)/mod && { [ -f go.mod ] || $(GO) mod init roster-tools >/dev/null 2>&1; } && \
+	src=$$($(GO) mod download -json golang.org/x/vulndb@$(VULNDB_VERSION) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p') && \
+	[ -d "$$src/data/osv" ] || { echo "vulncheck: cannot get golang.org/x/vulndb@$(VULNDB_VERSION) (the vulnerability database) through the Go module proxy: govulncheck did not run"; exit 1; }; \
+	rm -rf $(VULNDB).tmp && $(INDEXDB) -vulns "$$src/data/osv" -out $(VULNDB).tmp && rm -rf $(VULNDB) && mv $(VULNDB).tmp $(VULNDB)
+
+# The unit tests of lib/ under the race detector (boxes included, as root).
+race: deps-test
+	$(GO) test -race -tags seccomp -count=1 -p 2 -timeout 30m ./lib/...
+
+# Every fuzz target for FUZZTIME each; a failing input lands in the
+# target's testdata/fuzz/ (tools/fuzz.sh).
+fuzz: deps-build
+	@bash tools/fuzz.sh $(FUZZTIME)
 
 test-short:
 	$(GO) test -tags seccomp -short -count=1 ./...
@@ -100,4 +154,4 @@ install: build
 	install -m 0644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
 
 clean:
-	rm -rf bin demo-home
+	rm -rf bin demo-home .tools
