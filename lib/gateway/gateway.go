@@ -295,6 +295,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case r.Method == http.MethodConnect:
+		// The framing guard stops following at a CONNECT; a CONNECT that
+		// is not tunnelled therefore ends its connection.
+		w.Header().Set("Connection", "close")
 		g.serveConnect(w, r, start)
 	case r.Header.Get("Upgrade") != "":
 		w.Header().Set("Connection", "close")

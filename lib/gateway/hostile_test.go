@@ -144,6 +144,21 @@ func TestSmuggledRequestIsRefused(t *testing.T) {
 			t.Fatalf("%q: upstream served %d, statuses %v", raw, served, statuses)
 		}
 	}
+	// Behind a refused CONNECT (after which the guard no longer follows the
+	// framing) nothing more is read from the connection.
+	conn := r.dial()
+	before := up.calls.Load()
+	io.WriteString(conn, "CONNECT nowhere.test:443 HTTP/1.1\r\nHost: x\r\n\r\n"+
+		"POST /anthropic/v1/messages HTTP/1.1\r\nHost: g\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, &http.Request{Method: "CONNECT"})
+	if err != nil || resp.Header.Get("X-Roster-Refusal") != runs.RefuseHostDenied || !resp.Close {
+		t.Fatalf("refused CONNECT: %v %v", resp, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	if rest := waitClosed(t, conn); len(rest)+br.Buffered() != 0 || up.calls.Load() != before {
+		t.Fatalf("served after a refused CONNECT: %q", rest)
+	}
 	r.healthy()
 }
 
