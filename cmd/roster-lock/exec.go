@@ -52,7 +52,7 @@ func startError(env *cli.Env, name string, err error) error {
 	case errors.Is(err, syscall.ENOEXEC):
 		why = "not an executable format (a script needs a #! line)"
 	}
-	fmt.Fprintf(env.Stderr, "%s: error: %s: %s\n", env.Name, name, why)
+	env.Error("%s: %s", name, why)
 	return &errs.Exit{Code: code}
 }
 

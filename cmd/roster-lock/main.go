@@ -249,7 +249,7 @@ func (c *CLI) busy(env *cli.Env, f *os.File, wait time.Duration) error {
 	if c.ConflictExitCode == errs.ExitBusy {
 		return errs.New(errs.ErrBusy, msg)
 	}
-	fmt.Fprintf(env.Stderr, "%s: error: %s\n", env.Name, msg)
+	env.Error("%s", msg)
 	return &errs.Exit{Code: c.ConflictExitCode}
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -58,12 +57,9 @@ func (c *PruneCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if c.DryRun {
 		env.Warn("dry run: %d run folders would be deleted, none was", len(pruned))
 	}
+	var fails cli.Failures
 	for _, p := range problems {
-		fmt.Fprintf(env.Stderr, "%s: error: %v\n", env.Name, p)
+		fails.Report(env, p)
 	}
-	if len(problems) > 0 {
-		// The first problem's kind decides the exit code; the rest went on.
-		return &errs.Exit{Code: errs.Code(errors.Unwrap(problems[0]))}
-	}
-	return nil
+	return fails.Exit()
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/roster-sh/roster/lib/cli"
-	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/snap"
 )
@@ -33,20 +32,14 @@ func (c *SweepCmd) Run(g *cli.Globals, env *cli.Env) error {
 		return err
 	}
 	results, err := snap.Sweep(env.Ctx, h, c.Workers, opt)
-	var first error
+	var fails cli.Failures
 	for _, r := range results {
 		if r.Err != nil {
-			msg := r.Err.Error()
-			if !strings.Contains(msg, fmt.Sprintf("%q", r.Worker)) && !strings.Contains(msg, "worker "+r.Worker) {
-				msg = fmt.Sprintf("worker %s: %s", r.Worker, msg)
+			werr := r.Err
+			if msg := werr.Error(); !strings.Contains(msg, fmt.Sprintf("%q", r.Worker)) && !strings.Contains(msg, "worker "+r.Worker) {
+				werr = fmt.Errorf("worker %s: %w", r.Worker, werr)
 			}
-			fmt.Fprintf(env.Stderr, "roster-snap: error: %s\n", msg)
-			if h := errs.HintOf(r.Err); h != "" {
-				fmt.Fprintf(env.Stderr, "roster-snap: hint: %s\n", h)
-			}
-			if first == nil {
-				first = r.Err
-			}
+			fails.Report(env, werr)
 			if c.JSON {
 				cli.JSONLine(env.Stdout, takeJSON{Worker: r.Worker, Pruned: []string{}, Error: r.Err.Error()})
 			}
@@ -65,8 +58,5 @@ func (c *SweepCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	if first != nil {
-		return &errs.Exit{Code: errs.Code(first)}
-	}
-	return nil
+	return fails.Exit()
 }

@@ -29,7 +29,7 @@ func (c *FsckCmd) Run(g *cli.Globals, env *cli.Env) error {
 			return err
 		}
 		for _, n := range r.Notes {
-			fmt.Fprintf(env.Stderr, "roster-task: %s: note: %s\n", p.Name, cli.Printable(n))
+			env.Note("%s: %s", p.Name, n)
 		}
 		if r.Clean() {
 			fmt.Fprintf(env.Stdout, "%s\tok\tversion %d, %d journal lines\n", p.Name, r.Version, r.Lines)

@@ -131,9 +131,9 @@ func submit(env *cli.Env, a *outbox.Action) (*outbox.Outcome, error) {
 		return o, nil
 	}
 	for _, r := range o.Refusals {
-		fmt.Fprintf(env.Stderr, "%s: refused: %s\n", env.Name, r)
+		cli.Message(env.Stderr, env.Name, "refused", r)
 	}
-	fmt.Fprintf(env.Stderr, "%s: error: action %d refused: %s\n", env.Name, o.N, o.Message)
+	env.Error("action %d refused: %s", o.N, o.Message)
 	code := o.Code
 	if code == 0 {
 		code = errs.ExitFailure

@@ -39,7 +39,7 @@ func (c *InitCmd) Run(g *cli.Globals, env *cli.Env) error {
 		env.Warn("%s", w)
 	}
 	if errors.Is(statErr, fs.ErrNotExist) {
-		fmt.Fprintf(env.Stderr, "%s: note: made a roster home in %s; next: roster worker add NAME\n", env.Name, h.Dir)
+		env.Note("made a roster home in %s; next: roster worker add NAME", h.Dir)
 	}
 	return nil
 }

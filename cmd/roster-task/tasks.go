@@ -95,7 +95,7 @@ func eachWorker(g *cli.Globals, env *cli.Env, worker string, fn func(p *tms.Part
 	if err != nil {
 		return err
 	}
-	var first error
+	var fails cli.Failures
 	for _, n := range names {
 		p, err := tms.Open(h, n, tms.Options{})
 		if err == nil {
@@ -105,16 +105,10 @@ func eachWorker(g *cli.Globals, env *cli.Env, worker string, fn func(p *tms.Part
 			if worker != "" {
 				return err
 			}
-			cli.Report(env, fmt.Errorf("worker %s skipped: %w", n, err))
-			if first == nil {
-				first = err
-			}
+			fails.Report(env, fmt.Errorf("worker %s skipped: %w", n, err))
 		}
 	}
-	if first != nil {
-		return &errs.Exit{Code: errs.Code(first)}
-	}
-	return nil
+	return fails.Exit()
 }
 
 func firstLine(s string, n int) string {

@@ -182,7 +182,7 @@ func (c *TemplateNextCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if c.JSON {
 		return nil
 	}
-	fmt.Fprintf(env.Stderr, "roster-task: note: times are in %s\n", zoneName(s.Location(), os.LookupEnv, "/etc/localtime"))
+	env.Note("times are in %s", zoneName(s.Location(), os.LookupEnv, "/etc/localtime"))
 	return cli.Table(env.Stdout, []string{"LOCAL", "UTC", "NOTE"}, rows)
 }
 

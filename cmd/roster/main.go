@@ -71,15 +71,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if len(args[0]) > 0 && args[0][0] == '-' {
-		fmt.Fprintf(stderr, "roster: error: unknown option %q before the command\n", args[0])
-		fmt.Fprintln(stderr, "roster: hint: options go after the command: roster COMMAND [OPTIONS]; see 'roster help'")
+		say(stderr, "error", "unknown option %q before the command", args[0])
+		say(stderr, "hint", "options go after the command: roster COMMAND [OPTIONS]; see 'roster help'")
 		return 2
 	}
 	if isGroup(args[0]) && !routed(args) {
 		if len(args) > 1 {
-			fmt.Fprintf(stderr, "roster: error: %q is not a %s command\n", args[1], args[0])
+			say(stderr, "error", "%q is not a %s command", args[1], args[0])
 		} else {
-			fmt.Fprintf(stderr, "roster: error: %q needs a subcommand\n", args[0])
+			say(stderr, "error", "%q needs a subcommand", args[0])
 		}
 		groupUsage(stderr, args[0])
 		return 2
@@ -151,14 +151,22 @@ func runProgram(r route, rest []string, stderr io.Writer) int {
 	name := "roster-" + r.prog
 	path, err := suite.Find(name)
 	if err != nil {
-		fmt.Fprintf(stderr, "roster: error: %q is not a roster command (no %s found)\n", r.prog, name)
-		fmt.Fprintln(stderr, "roster: hint: see 'roster help' for the commands; programs are looked up in $ROSTER_EXEC_PATH, next to roster, then on PATH")
+		say(stderr, "error", "%q is not a roster command (no %s found)", r.prog, name)
+		say(stderr, "hint", "see 'roster help' for the commands; programs are looked up in $ROSTER_EXEC_PATH, next to roster, then on PATH")
 		return 2
 	}
 	argv := append([]string{name}, rest...)
 	err = syscall.Exec(path, argv, os.Environ())
-	fmt.Fprintf(stderr, "roster: error: run %s: %v\n", path, err)
+	say(stderr, "error", "run %s: %v", path, err)
 	return 1
+}
+
+// say prints a "roster: KIND: msg" line, the format of lib/cli's Message
+// (which this program does not link: with kong it would double the
+// wrapper's start-up, 1.3 ms to 2.8 ms measured). Its messages quote what
+// came from outside with %q.
+func say(w io.Writer, kind, format string, args ...any) {
+	fmt.Fprintf(w, "roster: %s: %s\n", kind, fmt.Sprintf(format, args...))
 }
 
 func printRoute(w io.Writer, r route) {

@@ -9,7 +9,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -47,11 +46,6 @@ type Env struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Ctx    context.Context
-}
-
-// Warn prints "NAME: warning: msg" on stderr, escaped for a terminal.
-func (e *Env) Warn(format string, args ...any) {
-	fmt.Fprintf(e.Stderr, "%s: warning: %s\n", e.Name, Printable(fmt.Sprintf(format, args...)))
 }
 
 // ExitBusy is errs.ExitBusy, for cmd/roster-box until it names the table
@@ -128,8 +122,8 @@ func MainEnv(env *Env, grammar any, args []string, opts ...kong.Option) (code in
 	}
 	kctx, err := parser.Parse(args)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "%s: error: %s\n", name, err)
-		fmt.Fprintf(env.Stderr, "%s: hint: see '%s --help'\n", name, commandPath(name, kctx))
+		env.Error("%s", err)
+		env.Hint("see '%s --help'", commandPath(name, kctx))
 		return errs.ExitUsage
 	}
 	err = kctx.Run()
@@ -150,33 +144,6 @@ func commandPath(name string, kctx *kong.Context) string {
 		return name + " " + strings.Join(words, " ")
 	}
 	return name
-}
-
-// Report prints err as "error:"/"hint:" lines (nothing for errs.Exit),
-// escaped for a terminal, and returns its exit code.
-func Report(env *Env, err error) int {
-	if err == nil {
-		return 0
-	}
-	var exit *errs.Exit
-	if errors.As(err, &exit) {
-		return exit.Code
-	}
-	fmt.Fprintf(env.Stderr, "%s: error: %s\n", env.Name, Printable(err.Error()))
-	var cand *errs.Candidates
-	if errors.As(err, &cand) {
-		for i, id := range cand.IDs {
-			if i == errs.MaxCandidates {
-				fmt.Fprintf(env.Stderr, "%s: hint: and %d more; give more of the id\n", env.Name, len(cand.IDs)-i)
-				break
-			}
-			fmt.Fprintf(env.Stderr, "%s: hint: candidate %s\n", env.Name, Printable(id))
-		}
-	}
-	if h := errs.HintOf(err); h != "" {
-		fmt.Fprintf(env.Stderr, "%s: hint: %s\n", env.Name, Printable(h))
-	}
-	return errs.Code(err)
 }
 
 // DumpGrammar prints every command path and its flags, one per line
