@@ -126,7 +126,6 @@ func TestHTTPToGrantedAddress(t *testing.T) {
 
 func TestEgressRefusals(t *testing.T) {
 	addr, conns := echoServer(t)
-	ap := netip.MustParseAddrPort(addr)
 	r := newRig(t, Config{Providers: BuiltinProviders(),
 		Allow: []string{"granted.test", "*.granted.test", "pypi.org", "10.9.0.0/16:5432"}})
 	r.dns.names["granted.test"] = []netip.Addr{netip.MustParseAddr("127.0.0.1")}
@@ -186,7 +185,6 @@ func TestEgressRefusals(t *testing.T) {
 	if sum.Refusals[runs.RefuseHostDenied] != 5 || sum.Refusals[runs.RefusePrivateAddress] != 5 || sum.LastRefusal.Kind != runs.RefuseBadRequest {
 		t.Fatalf("%+v", sum)
 	}
-	_ = ap
 }
 
 // An address listed explicitly exempts it from the range rule, for a

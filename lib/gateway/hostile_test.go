@@ -3,7 +3,6 @@ package gateway
 import (
 	"bufio"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -289,5 +288,4 @@ func TestLedgerIsCapped(t *testing.T) {
 	if sum, _ := r.g.Summary(); sum.Requests != 50 {
 		t.Fatalf("summary counts every request: %+v", sum)
 	}
-	_ = fmt.Sprint
 }

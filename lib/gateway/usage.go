@@ -241,7 +241,6 @@ type jsonTop struct {
 	inKey    bool
 	capture  bool // capturing the current top-level value
 	val      []byte
-	valDepth int // depth at which the captured value started
 	dead     bool
 }
 
