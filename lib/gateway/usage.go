@@ -233,15 +233,15 @@ type jsonTop struct {
 	got     map[string][]byte
 	applied bool
 
-	depth    int  // nesting depth; 1 = inside the top-level object
-	inStr    bool // inside a string
-	esc      bool // after a backslash in a string
-	expect   int  // at depth 1: 0 = a key is next, 1 = the value is next
-	key      []byte
-	inKey    bool
-	capture  bool // capturing the current top-level value
-	val      []byte
-	dead     bool
+	depth   int  // nesting depth; 1 = inside the top-level object
+	inStr   bool // inside a string
+	esc     bool // after a backslash in a string
+	expect  int  // at depth 1: 0 = a key is next, 1 = the value is next
+	key     []byte
+	inKey   bool
+	capture bool // capturing the current top-level value
+	val     []byte
+	dead    bool
 }
 
 func (j *jsonTop) feed(p []byte) {
