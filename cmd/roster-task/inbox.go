@@ -69,7 +69,7 @@ func (c *InboxFileCmd) Run(env *cli.Env) error {
 
 // InboxSetCmd is `roster-task set --version N [FILE | -]`.
 type InboxSetCmd struct {
-	Version *int64 `name:"set-version" hidden:"" placeholder:"N" help:"--version N: the version of $ROSTER_TASKS_FILE the change was made from (renamed before parsing, see task_set.go)."`
+	Version *int64 `name:"set-version" hidden:"" placeholder:"N" help:"--version N: the version of $ROSTER_TASKS_FILE the change was made from (renamed before parsing, see fixArgs)."`
 	File    string `arg:"" optional:"" default:"-" help:"The new tasks and templates (JSON, as in schedule.json); - or none for stdin."`
 }
 
@@ -141,10 +141,11 @@ func submit(env *cli.Env, a *outbox.Action) (*outbox.Outcome, error) {
 	return o, &errs.Exit{Code: code}
 }
 
-// init runs the box's pid 1 (`roster-task box-init -- CMD...` inside a
-// box) before the command-line grammar is built: it is on the start path
-// of every box, and needs none of it.
-func init() {
+// runBoxInit runs the box's pid 1 (`roster-task box-init -- CMD...` inside
+// a box), first thing in main, before the command-line grammar is built:
+// it is on the start path of every box, and needs none of it. It returns
+// only when the arguments are not box-init's.
+func runBoxInit() {
 	if len(os.Args) > 2 && os.Args[1] == "box-init" && os.Getenv("ROSTER_OUTBOX") != "" {
 		rest, status := os.Args[2:], -1
 		if fd, ok := strings.CutPrefix(rest[0], "--status-fd="); ok && len(rest) > 1 {

@@ -27,8 +27,10 @@ type CLI struct {
 }
 
 func main() {
+	runBoxInit()
+	args := fixArgs(os.Args[1:])
 	if os.Getenv("ROSTER_OUTBOX") != "" {
-		os.Exit(cli.Main("roster-task", &InboxCLI{}, os.Args[1:]))
+		os.Exit(cli.Main("roster-task", &InboxCLI{}, args))
 	}
-	os.Exit(cli.Main("roster-task", &CLI{}, os.Args[1:]))
+	os.Exit(cli.Main("roster-task", &CLI{}, args))
 }

@@ -18,7 +18,7 @@ type SetCmd struct {
 }
 
 func (c *SetCmd) Run(g *cli.Globals, env *cli.Env) error {
-	// --version is renamed --set-version before parsing (task_set.go), so
+	// --version is renamed --set-version before parsing (fixArgs), so
 	// its absence is checked here, in its own name.
 	if c.Version == nil {
 		return errs.WithHint(errs.New(errs.ErrUsage, "set needs --version N: the version the request was made from"),

@@ -23,3 +23,21 @@ func TestNegativeFlagValuesAreJoined(t *testing.T) {
 		}
 	}
 }
+
+// TestSetVersionIsRenamedAfterJoining: fixArgs joins a negative value
+// before it renames set's --version, and leaves the global --version and
+// other verbs alone.
+func TestSetVersionIsRenamedAfterJoining(t *testing.T) {
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"set", "w", "--version", "3"}, []string{"set", "w", "--set-version", "3"}},
+		{[]string{"set", "w", "--version", "-1"}, []string{"set", "w", "--set-version=-1"}},
+		{[]string{"--home", "h", "set", "w", "--version=4", "-"}, []string{"--home", "h", "set", "w", "--set-version=4", "-"}},
+		{[]string{"--version"}, []string{"--version"}},
+		{[]string{"ls", "--version"}, []string{"ls", "--version"}},
+		{[]string{"set", "w", "--", "--version"}, []string{"set", "w", "--", "--version"}},
+	} {
+		if got := fixArgs(c.in); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("fixArgs(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
