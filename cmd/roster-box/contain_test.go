@@ -46,3 +46,63 @@ func TestBoxPid1IsNotDumpableAndContainmentCallsAreDenied(t *testing.T) {
 		t.Fatalf("exit %v signal %q:\n%s", rec.ExitCode, rec.Signal, out)
 	}
 }
+
+// Issue 17's outbox attacks from a real box, scaled down: 20 action files
+// of 1 MB written straight into new/ (past the run's 16 MiB of actions),
+// 20 MiB stashed in tmp/ (past its 16 MiB), and a small stash left for the
+// next run. The rest is refused and journaled, naming the bound; tmp/ is
+// bounded while the box runs and empty once it has ended.
+func TestBoxOutboxBytesAndTmpAreBounded(t *testing.T) {
+	f := newFixture(t, job, "")
+	f.setJob(`
+o="$ROSTER_OUTBOX"
+pad() { head -c 999955 /dev/zero | tr '\0' ' '; printf '{"format":1,"kind":"complete","summary":"x"}'; }
+for i in $(seq 1 20); do pad > "$o/tmp/a$i"; mv "$o/tmp/a$i" "$o/new/$i.json"; done
+head -c 20971520 /dev/zero > "$o/tmp/big"
+i=0; while [ -e "$o/tmp/big" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+if [ -e "$o/tmp/big" ]; then echo "FAIL tmp-kept"; else echo "ok tmp-bounded"; fi
+head -c 1048576 /dev/zero > "$o/tmp/stash"
+i=0; while [ "$(ls "$o/done" | wc -l)" -lt 20 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+echo "answers $(ls "$o/done" | wc -l)"
+`)
+	rec, task := f.dispatch(tms.NewTask{Text: "flood the outbox"})
+	out := f.transcript(rec.ID)
+	if !strings.Contains(out, "ok tmp-bounded") || !strings.Contains(out, "answers 20") {
+		t.Fatalf("box:\n%s", out)
+	}
+	refused := 0
+	for _, a := range rec.Actions {
+		if strings.Contains(a.Outcome, "over 16 MiB of action files in this run") {
+			refused++
+		}
+	}
+	if refused != 4 {
+		t.Fatalf("%d actions refused by the 16 MiB bound, want 4: %+v", refused, rec.Actions)
+	}
+	ents, err := os.ReadDir(filepath.Join(f.w.Run(rec.ID), "outbox", "tmp"))
+	if err != nil || len(ents) != 0 {
+		t.Fatalf("outbox/tmp after the run: %v %v", ents, err)
+	}
+	if !strings.Contains(rec.Evidence.Note, "outbox tmp/ over its bound") {
+		t.Fatalf("evidence note %q", rec.Evidence.Note)
+	}
+	lines, err := f.part.Journal(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bytesRefusals, tmpRefusals int
+	for _, l := range lines {
+		if l.Task != task || l.Action == nil {
+			continue
+		}
+		if strings.Contains(l.Action.Outcome, "over 16 MiB of action files") {
+			bytesRefusals++
+		}
+		if strings.Contains(l.Action.Outcome, "outbox tmp/ over 16 MiB") {
+			tmpRefusals++
+		}
+	}
+	if bytesRefusals != 4 || tmpRefusals != 1 {
+		t.Fatalf("journal: %d refusals by action bytes, %d by tmp/; want 4 and 1", bytesRefusals, tmpRefusals)
+	}
+}

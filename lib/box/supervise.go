@@ -205,6 +205,7 @@ func (s *Supervision) Supervise(ctx context.Context) (*runs.Record, Exit, error)
 		deadline = b.Started.Add(s.Ceiling)
 	}
 	lastAction := time.Now()
+	var tmpOver outbox.TmpBound // what BoundTmp removed so far
 	killing := false
 	kill := func(why, n string) {
 		if killing {
@@ -229,6 +230,7 @@ loop:
 		if s.serveActions(ctx, ob, rec, &ev) {
 			lastAction = time.Now()
 		}
+		s.boundTmp(ctx, ob, rec, &ev, &tmpOver)
 		now := time.Now()
 		if !deadline.IsZero() && now.After(deadline) {
 			ev.Ceiling = true
@@ -244,6 +246,14 @@ loop:
 	cpu, mem := b.Usage()
 	if err := b.Destroy(); err != nil {
 		note = joinNote(note, "destroy: "+err.Error())
+	}
+	// Nothing stashed in tmp/ outlives the run (a later run reads this
+	// folder through ~/self/runs/, whatever a restore did to the store).
+	if _, err := ob.EmptyTmp(); err != nil {
+		note = joinNote(note, err.Error())
+	}
+	if tmpOver.Removed > 0 {
+		note = joinNote(note, fmt.Sprintf("outbox tmp/ over its bound: %d entries (%d bytes) removed", tmpOver.Removed, tmpOver.Bytes))
 	}
 	<-pumps
 	<-pumps
@@ -366,6 +376,31 @@ func (s *Supervision) serveActions(ctx context.Context, ob *outbox.Reader, rec *
 	}
 	_ = runs.WriteRecord(s.Spec.RunDir, rec)
 	return true
+}
+
+// boundTmp keeps the outbox's tmp/ within its bounds while the box runs;
+// the first time it removes anything it journals a refusal naming the
+// bound (once per run: a box refilling tmp/ must not flood the journal).
+func (s *Supervision) boundTmp(ctx context.Context, ob *outbox.Reader, rec *runs.Record, ev *runs.Evidence, sum *outbox.TmpBound) {
+	b, err := ob.BoundTmp()
+	if err != nil || b.Removed == 0 {
+		return
+	}
+	first := sum.Removed == 0
+	sum.Removed += b.Removed
+	sum.Bytes += b.Bytes
+	ev.RefusedActions += b.Removed
+	if !first {
+		return
+	}
+	why := fmt.Sprintf("outbox tmp/ over %d MiB or %d entries (or not a file): %d entries (%d bytes) removed", outbox.MaxTmpBytes>>20, outbox.MaxTmpEntries, b.Removed, b.Bytes)
+	served := ""
+	if s.Task != nil {
+		served = s.Task.ID
+	}
+	if err := s.Part.RefuseAction(ctx, rec.ID, served, 0, tms.ActInvalid, why); err != nil {
+		ev.Note = joinNote(ev.Note, fmt.Sprintf("journal: %v", err))
+	}
 }
 
 // noteCap records, once the run has ended, that it reached the cap of

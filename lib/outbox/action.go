@@ -25,8 +25,11 @@ import (
 
 // Limits (docs/dispatch-and-box.md).
 const (
-	MaxActionSize = 1 << 20 // bytes per action file
-	MaxActions    = 1000    // actions per run
+	MaxActionSize  = 1 << 20  // bytes per action file
+	MaxActions     = 1000     // actions per run
+	MaxActionBytes = 16 << 20 // bytes of action files read per run (Containment)
+	MaxTmpBytes    = 16 << 20 // disk used in tmp/ at any time (Containment)
+	MaxTmpEntries  = 4096     // entries in tmp/ at any time (each claim is one)
 )
 
 // Kinds of action.

@@ -66,7 +66,8 @@ type Reader struct {
 	numbers  map[int]bool      // the numbers taken so far (never answered twice)
 	waiting  map[string]sighting
 	noWait   bool
-	taken    int // entries taken from new/, refused ones too (MaxActions)
+	taken    int   // entries taken from new/, refused ones too (MaxActions)
+	read     int64 // bytes of action files read (MaxActionBytes)
 	replaced bool
 }
 
@@ -163,10 +164,12 @@ func (r *Reader) Poll() ([]Entry, error) {
 		} else if r.numbers[e.N] {
 			e.Err = fmt.Errorf("%w: action number %d was used before in this run (numbers are never reused)", ErrBadAction, e.N)
 			e.reused = true
-		} else if data, st, err := r.read(e.Name); err != nil {
+		} else if data, st, err := r.readAction(e.Name); err != nil {
 			e.Err = fmt.Errorf("%w: %s", ErrBadAction, describe(err))
 		} else if e.Action, e.Err = Decode(data); e.Err != nil && r.stillWriting(e.Name, st) {
 			continue // not taken: looked at again at the next poll
+		} else {
+			r.read += int64(len(data))
 		}
 		delete(r.waiting, e.Name)
 		r.taken++
@@ -220,10 +223,14 @@ func (r *Reader) stillWriting(name string, st unix.Stat_t) bool {
 // has ended (nothing can be writing any more).
 func (r *Reader) StopWaiting() { r.noWait = true }
 
-// read opens name in new/ (fsx.OpenBeneath: regular files only, no link
-// followed, never blocking) and reads it, refusing one over MaxActionSize
-// by its size before reading anything.
-func (r *Reader) read(name string) ([]byte, unix.Stat_t, error) {
+// errActionBytes refuses an action past MaxActionBytes of the run.
+var errActionBytes = fmt.Errorf("over %d MiB of action files in this run: refused unread", MaxActionBytes>>20)
+
+// readAction opens name in new/ (fsx.OpenBeneath: regular files only, no
+// link followed, never blocking) and reads it, refusing by its size before
+// reading anything one over MaxActionSize, or one that would take the run
+// past MaxActionBytes.
+func (r *Reader) readAction(name string) ([]byte, unix.Stat_t, error) {
 	var st unix.Stat_t
 	f, err := fsx.OpenBeneath(r.newDir, name, unix.O_RDONLY, 0)
 	if err != nil {
@@ -236,6 +243,9 @@ func (r *Reader) read(name string) ([]byte, unix.Stat_t, error) {
 	tooLarge := fmt.Errorf("%w (over %d bytes)", fsx.ErrTooLarge, MaxActionSize)
 	if st.Size > MaxActionSize {
 		return nil, st, tooLarge
+	}
+	if r.read+st.Size > MaxActionBytes {
+		return nil, st, errActionBytes
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxActionSize+1))
 	if err != nil {
@@ -294,6 +304,8 @@ func describe(err error) string {
 		return "not a regular file"
 	case errors.Is(err, fsx.ErrTooLarge):
 		return fmt.Sprintf("over %d bytes", MaxActionSize)
+	case errors.Is(err, errActionBytes):
+		return err.Error()
 	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.EXDEV):
 		return "a symlink (not followed)"
 	}
