@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/runs"
 )
 
@@ -51,7 +52,11 @@ func (c *UsageCmd) Run(g *cli.Globals, env *cli.Env) error {
 		}
 		all = append(all, runs.WorkerRuns{Worker: w, Runs: rows})
 	}
-	rows, err := runs.SumUsage(all, c.By, time.Local)
+	zone := config.SystemZone() // host-local days: org.toml's zone, never TZ
+	if org, err := config.LoadOrg(h); err == nil {
+		zone = org.Zone()
+	}
+	rows, err := runs.SumUsage(all, c.By, zone)
 	if err != nil {
 		return err
 	}

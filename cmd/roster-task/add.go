@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/roster-sh/roster/lib/cli"
 	"github.com/roster-sh/roster/lib/tms"
@@ -35,7 +34,7 @@ func (c *AddCmd) Run(g *cli.Globals, env *cli.Env) error {
 	}
 	nt := tms.NewTask{Text: text, Standing: c.Standing, After: c.After, Ceiling: c.Ceiling, Channel: ch, Priority: c.Priority}
 	if c.At != "" {
-		at, err := tms.ParseAt(c.At, p.Now(), time.Local)
+		at, err := tms.ParseAt(c.At, p.Now(), p.Zone())
 		if err != nil {
 			return err
 		}

@@ -33,7 +33,7 @@ func (c *JournalCmd) Run(g *cli.Globals, env *cli.Env) error {
 		if c.JSON {
 			return cli.JSONLine(env.Stdout, l)
 		}
-		return printLine(env.Stdout, &l)
+		return printLine(env.Stdout, &l, p.Zone())
 	}
 	if !c.Follow {
 		lines, err := p.Journal(c.Since)
@@ -62,7 +62,7 @@ func (c *JournalCmd) Run(g *cli.Globals, env *cli.Env) error {
 
 // printLine prints a journal line as a tab-separated row: seq, version,
 // time, event, task or template, by, and the rest as key=value.
-func printLine(w io.Writer, l *tms.Line) error {
+func printLine(w io.Writer, l *tms.Line, zone *time.Location) error {
 	v := ""
 	if l.Version > 0 {
 		v = strconv.FormatInt(l.Version, 10)
@@ -94,7 +94,7 @@ func printLine(w io.Writer, l *tms.Line) error {
 	}
 	// Each field escaped (Printable), so a worker's text cannot add a
 	// field or a line.
-	_, err := fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Seq, v, l.At.In(time.Local).Format("2006-01-02 15:04:05"),
+	_, err := fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Seq, v, l.At.In(zone).Format("2006-01-02 15:04:05"),
 		cli.Printable(l.Event), cli.Printable(what), cli.Printable(l.By), cli.Printable(strings.Join(extra, " ")))
 	return err
 }

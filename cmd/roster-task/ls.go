@@ -44,7 +44,7 @@ func (c *LsCmd) Run(g *cli.Globals, env *cli.Env) error {
 				}
 				continue
 			}
-			rows = append(rows, []string{t.ID, p.Name, t.State, fmtTime(t.FinishedAt), t.Standing, t.Kind, strconv.Itoa(t.Priority), firstLine(t.Text, 60)})
+			rows = append(rows, []string{t.ID, p.Name, t.State, fmtTime(t.FinishedAt, p.Zone()), t.Standing, t.Kind, strconv.Itoa(t.Priority), firstLine(t.Text, 60)})
 		}
 		return nil
 	})

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/roster-sh/roster/lib/cli"
 	"github.com/roster-sh/roster/lib/runs"
@@ -64,13 +65,13 @@ func (c *ShowCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if c.JSON {
 		return cli.JSONLine(env.Stdout, out)
 	}
-	printTask(env.Stdout, &out)
+	printTask(env.Stdout, &out, p.Zone())
 	return nil
 }
 
 // printTask prints a task as show does: one "key: value" line for each
 // field set, then its text.
-func printTask(w io.Writer, out *taskJSON) {
+func printTask(w io.Writer, out *taskJSON, zone *time.Location) {
 	task := &out.Task
 	kv := [][2]string{{"id", task.ID}, {"worker", out.Worker}, {"state", task.State}}
 	add := func(k, v string) {
@@ -85,9 +86,9 @@ func printTask(w io.Writer, out *taskJSON) {
 	add("standing", task.Standing)
 	add("by", task.By)
 	add("priority", strconv.Itoa(task.Priority))
-	add("created", fmtTime(&task.CreatedAt))
-	add("scheduled", fmtTime(task.ScheduledAt))
-	add("finished", fmtTime(task.FinishedAt))
+	add("created", fmtTime(&task.CreatedAt, zone))
+	add("scheduled", fmtTime(task.ScheduledAt, zone))
+	add("finished", fmtTime(task.FinishedAt, zone))
 	add("ended by", out.EndedBy)
 	add("reason", out.Reason)
 	if ev := out.Evidence; ev != nil {
@@ -98,10 +99,10 @@ func printTask(w io.Writer, out *taskJSON) {
 	add("channel", task.Channel)
 	add("from", task.From)
 	add("template", task.Template)
-	add("slot", fmtTime(task.Slot))
+	add("slot", fmtTime(task.Slot, zone))
 	add("attempts", strconv.Itoa(task.Attempts))
 	if task.Claim != nil {
-		add("claim", task.Claim.Run+" at "+fmtTime(&task.Claim.At))
+		add("claim", task.Claim.Run+" at "+fmtTime(&task.Claim.At, zone))
 	}
 	add("last run", task.LastRun)
 	add("continues", task.Continues)

@@ -121,11 +121,13 @@ func firstLine(s string, n int) string {
 	return s
 }
 
-func fmtTime(t *time.Time) string {
+// fmtTime shows a time in the host zone (Partition.Zone), never the TZ
+// of the shell.
+func fmtTime(t *time.Time, zone *time.Location) string {
 	if t == nil || t.IsZero() {
 		return ""
 	}
-	return t.In(time.Local).Format("2006-01-02 15:04")
+	return t.In(zone).Format("2006-01-02 15:04")
 }
 
 // taskJSON is a task as --json prints it: its fields plus the worker and

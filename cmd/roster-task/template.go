@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/tms"
 )
@@ -55,6 +55,7 @@ func (c *TemplateAddCmd) Run(g *cli.Globals, env *cli.Env) error {
 type templateJSON struct {
 	Worker string `json:"worker"`
 	tms.Template
+	Zone string     `json:"zone"` // the zone its spec is read in: its CRON_TZ, else the host zone
 	Next *time.Time `json:"next,omitempty"`
 }
 
@@ -71,15 +72,19 @@ func (c *TemplateLsCmd) Run(g *cli.Globals, env *cli.Env) error {
 		if err != nil {
 			return err
 		}
-		now := p.Now()
+		now, zone := p.Now(), p.Zone()
 		for _, t := range f.Templates {
 			var next *time.Time
-			if acts, _, err := tms.PreviewTemplate(t.Cron, laterOf(now, t.Cursor), 1); err == nil && len(acts) > 0 {
-				n := acts[0].At
-				next = &n
+			zoneName := zone.String()
+			if acts, s, err := tms.PreviewTemplate(t.Cron, laterOf(now, t.Cursor), 1, zone); err == nil {
+				zoneName = s.Location().String()
+				if len(acts) > 0 {
+					n := acts[0].At
+					next = &n
+				}
 			}
 			if c.JSON {
-				if err := cli.JSONLine(env.Stdout, templateJSON{Worker: p.Name, Template: t, Next: next}); err != nil {
+				if err := cli.JSONLine(env.Stdout, templateJSON{Worker: p.Name, Template: t, Zone: zoneName, Next: next}); err != nil {
 					return err
 				}
 				continue
@@ -88,12 +93,13 @@ func (c *TemplateLsCmd) Run(g *cli.Globals, env *cli.Env) error {
 			if t.System {
 				id += " (system)"
 			}
-			rows = append(rows, []string{p.Name, id, t.Cron, t.Standing, t.Overlap, t.CatchUp, t.Window, fmtTime(t.Cursor), fmtTime(next), firstLine(t.Text, 40)})
+			rows = append(rows, []string{p.Name, id, t.Cron, zoneName, t.Standing, t.Overlap, t.CatchUp, t.Window,
+				fmtTime(t.Cursor, zone), fmtTime(next, zone), firstLine(t.Text, 40)})
 		}
 		return nil
 	})
 	if !c.JSON {
-		if terr := cli.Table(env.Stdout, []string{"WORKER", "ID", "CRON", "STANDING", "OVERLAP", "CATCH-UP", "WINDOW", "CURSOR", "NEXT", "TEXT"}, rows); terr != nil && err == nil {
+		if terr := cli.Table(env.Stdout, []string{"WORKER", "ID", "CRON", "ZONE", "STANDING", "OVERLAP", "CATCH-UP", "WINDOW", "CURSOR", "NEXT", "TEXT"}, rows); terr != nil && err == nil {
 			err = terr
 		}
 	}
@@ -134,16 +140,29 @@ type TemplateNextCmd struct {
 func (c *TemplateNextCmd) Run(g *cli.Globals, env *cli.Env) error {
 	spec := c.Cron
 	now := time.Now()
+	var zone *time.Location
 	switch {
 	case spec != "" && (c.Worker != "" || c.ID != ""):
 		return errs.New(errs.ErrUsage, "give either WORKER ID or --cron SPEC, not both")
 	case spec == "" && (c.Worker == "" || c.ID == ""):
 		return errs.New(errs.ErrUsage, "give WORKER ID (a saved template) or --cron SPEC")
-	case spec == "":
+	case spec != "":
+		// A spec not yet saved: the home's zone where there is a home,
+		// else the system zone.
+		zone = config.SystemZone()
+		if h, err := g.OpenHome(); err == nil {
+			org, err := config.LoadOrg(h)
+			if err != nil {
+				return err
+			}
+			zone = org.Zone()
+		}
+	default:
 		p, err := openPartition(g, c.Worker)
 		if err != nil {
 			return err
 		}
+		zone = p.Zone()
 		f, err := p.Read(env.Ctx)
 		if err != nil {
 			return err
@@ -156,7 +175,7 @@ func (c *TemplateNextCmd) Run(g *cli.Globals, env *cli.Env) error {
 	}
 	after := now
 	if c.After != "" {
-		a, err := tms.ParseAt(c.After, now, time.Local)
+		a, err := tms.ParseAt(c.After, now, zone)
 		if err != nil { // ParseAt words its errors for --at
 			return errs.New(errs.ErrUsage, strings.Replace(err.Error(), "--at", "--after", 1))
 		}
@@ -165,7 +184,7 @@ func (c *TemplateNextCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if c.N < 1 || c.N > 10000 {
 		return errs.New(errs.ErrUsage, "-n must be between 1 and 10000")
 	}
-	acts, s, err := tms.PreviewTemplate(spec, after, c.N)
+	acts, s, err := tms.PreviewTemplate(spec, after, c.N, zone)
 	if err != nil {
 		return err
 	}
@@ -182,7 +201,7 @@ func (c *TemplateNextCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if c.JSON {
 		return nil
 	}
-	env.Note("times are in %s", zoneName(s.Location(), os.LookupEnv, "/etc/localtime"))
+	env.Note("times are in %s", s.Location())
 	return cli.Table(env.Stdout, []string{"LOCAL", "UTC", "NOTE"}, rows)
 }
 

@@ -35,9 +35,10 @@ type Org struct {
 		RunsKeep  int   // runs.keep: run folders kept per worker
 	}
 	Dispatch struct {
-		Cap         int           // boxes at once, all workers together
-		Poll        time.Duration // longest sleep between ticks
-		Credentials []string      // "file:PATH" or "env:NAME"; empty = never hold
+		Cap         int            // boxes at once, all workers together
+		Poll        time.Duration  // longest sleep between ticks
+		Credentials []string       // "file:PATH" or "env:NAME"; empty = never hold
+		Zone        *time.Location // zone: the host zone; nil = the system zone (use Org.Zone)
 	}
 	Ceilings struct {
 		Filed, Recurring, Heartbeat, Relay, Continuation, Adhoc time.Duration
@@ -104,6 +105,7 @@ type orgFile struct {
 		Cap         int      `toml:"cap"`
 		Poll        string   `toml:"poll"`
 		Credentials []string `toml:"credentials"`
+		Zone        string   `toml:"zone"`
 	} `toml:"dispatch"`
 	Ceilings struct {
 		Filed        string `toml:"filed"`
@@ -179,6 +181,9 @@ func ParseOrg(file string, data []byte) (*Org, error) {
 		}
 	}
 	o.Dispatch.Credentials = append([]string{}, f.Dispatch.Credentials...)
+	if o.Dispatch.Zone, err = loadZone(f.Dispatch.Zone); err != nil {
+		return nil, bad("dispatch.zone", err.Error())
+	}
 	for _, c := range []struct {
 		key string
 		s   string

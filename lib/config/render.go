@@ -26,6 +26,8 @@ const DefaultOrgTOML = `# org.toml: settings for the whole roster home (see rost
 #                             # "file:PATH" (exists, non-empty; re-checked every tick) or
 #                             # "env:NAME" (the dispatcher's environment). Example:
 #                             # credentials = ["file:/etc/roster/model-key"]
+# zone = ""                   # the host zone for cron specs without CRON_TZ, host-local days
+#                             # and listed times; "" = /etc/localtime (never the TZ variable)
 
 [ceilings]                    # wall-clock limit of a run, by the task's kind
 # filed = "30m"

@@ -67,8 +67,9 @@ func (d *Dispatcher) writeState(s State) error {
 	return fsx.WriteFile(d.h.DispatchJSON(), append(data, '\n'), 0o600)
 }
 
-// Today is the host-local day of the dispatcher's clock.
-func (d *Dispatcher) Today() string { return d.clock.Now().In(time.Local).Format("2006-01-02") }
+// Today is the host-local day of the dispatcher's clock, in the org's
+// host zone (config.Org.Zone), never the dispatcher's TZ.
+func (d *Dispatcher) Today() string { return d.clock.Now().In(d.org.Zone()).Format("2006-01-02") }
 
 // maybeDaily starts the daily jobs (`roster-snap sweep W...`, `roster-runs
 // prune`) in the background when data/dispatch.json says they have not run

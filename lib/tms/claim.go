@@ -75,7 +75,7 @@ func (p *Partition) Claim(ctx context.Context, id, run string) (Task, error) {
 	if task.State != Pending {
 		return Task{}, conflict("task %s is %s, not pending", id, task.State)
 	}
-	if e := eligibility(t.f, task, t.now); e.Status != StateDue {
+	if e := eligibility(t.f, task, t.now, t.p.Zone()); e.Status != StateDue {
 		return Task{}, conflict("task %s is not claimable: %s", id, e.Why)
 	}
 	task.State = Claimed

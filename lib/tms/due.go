@@ -30,7 +30,7 @@ type Eligibility struct {
 
 // eligibility derives what the task's own fields and its dependencies say
 // (the partition-wide holds and the budget come on top, in Due).
-func eligibility(f *File, t *Task, now time.Time) Eligibility {
+func eligibility(f *File, t *Task, now time.Time, zone *time.Location) Eligibility {
 	switch t.State {
 	case Claimed:
 		why := ""
@@ -62,7 +62,7 @@ func eligibility(f *File, t *Task, now time.Time) Eligibility {
 		return Eligibility{StateWaiting, "waiting on " + strings.Join(waiting, ", ")}
 	}
 	if t.ScheduledAt != nil && t.ScheduledAt.After(now) {
-		return Eligibility{StateScheduled, "scheduled " + t.ScheduledAt.In(time.Local).Format("2006-01-02 15:04 MST")}
+		return Eligibility{StateScheduled, "scheduled " + t.ScheduledAt.In(zone).Format("2006-01-02 15:04 MST")}
 	}
 	return Eligibility{StateDue, ""}
 }
@@ -157,7 +157,7 @@ func (p *Partition) classify(r *DueReport, f *File, now time.Time) *DueReport {
 		return claimLess(tasks[i], tasks[j])
 	})
 	for _, t := range tasks {
-		e := eligibility(f, t, now)
+		e := eligibility(f, t, now, p.Zone())
 		if t.State == Claimed {
 			r.LiveClaims++
 		}

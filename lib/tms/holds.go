@@ -58,18 +58,18 @@ func LowDisk(h home.Home, org *config.Org) (bool, string, error) {
 	return false, "", nil
 }
 
-// localMidnight returns the host-local midnight starting now's day.
-func localMidnight(now time.Time) time.Time {
-	l := now.In(time.Local)
-	return time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, time.Local)
+// localMidnight returns the midnight in zone starting now's day.
+func localMidnight(now time.Time, zone *time.Location) time.Time {
+	l := now.In(zone)
+	return time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, zone)
 }
 
 // BudgetUsed sums the box time of w's proactive runs that started on now's
 // host-local day: cost.wall_seconds of ended runs, time so far of live
 // ones. Run folders are named by their (UTC) start, so older days are
 // skipped unread; unreadable records are skipped.
-func BudgetUsed(w home.Worker, now time.Time) (time.Duration, error) {
-	start := localMidnight(now)
+func BudgetUsed(w home.Worker, now time.Time, zone *time.Location) (time.Duration, error) {
+	start := localMidnight(now, zone)
 	end := start.AddDate(0, 0, 1)
 	ents, err := os.ReadDir(w.Runs())
 	if errors.Is(err, fs.ErrNotExist) {
@@ -101,11 +101,11 @@ func BudgetUsed(w home.Worker, now time.Time) (time.Duration, error) {
 
 // BudgetState is the partition's proactive budget at now.
 func (p *Partition) BudgetState(now time.Time) (Budget, error) {
-	b := Budget{Limit: p.Org.Budget.Proactive, Unlimited: p.Org.Budget.Unlimited, Clears: localMidnight(now).AddDate(0, 0, 1)}
+	b := Budget{Limit: p.Org.Budget.Proactive, Unlimited: p.Org.Budget.Unlimited, Clears: localMidnight(now, p.Zone()).AddDate(0, 0, 1).In(p.Zone())}
 	if b.Unlimited {
 		return b, nil
 	}
 	var err error
-	b.Used, err = BudgetUsed(p.W, now)
+	b.Used, err = BudgetUsed(p.W, now, p.Zone())
 	return b, err
 }

@@ -85,6 +85,11 @@ func Open(h home.Home, worker string, o Options) (*Partition, error) {
 // Now is the partition clock's time.
 func (p *Partition) Now() time.Time { return p.clock.Now() }
 
+// Zone is the host zone that cron specs without CRON_TZ, host-local days
+// and listed times are read in: the org's (config.Org.Zone), never the
+// process's TZ.
+func (p *Partition) Zone() *time.Location { return p.Org.Zone() }
+
 // txn is one hold of the partition lock: the current file, the journal's
 // last seq and version, and the lines this change will append.
 type txn struct {

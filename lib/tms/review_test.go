@@ -187,7 +187,7 @@ func TestTemplateThatNeverFiresIsRefused(t *testing.T) {
 	if !errors.Is(err, errs.ErrUsage) || !strings.Contains(err.Error(), "never fires") {
 		t.Fatalf("0 0 30 2 *: %v; want exit 2 never fires", err)
 	}
-	if _, _, err := PreviewTemplate("0 0 31 4 *", t0, 3); !errors.Is(err, errs.ErrUsage) {
+	if _, _, err := PreviewTemplate("0 0 31 4 *", t0, 3, time.UTC); !errors.Is(err, errs.ErrUsage) {
 		t.Fatalf("preview of 31 April: %v", err)
 	}
 	_, err = p.AddTemplate(ctx, NewTemplate{ID: "zero", Cron: "@daily", Text: "x", Window: "0s"})

@@ -41,7 +41,7 @@ func normalizeTemplate(t *Template) (*sched.Schedule, error) {
 	if err := home.ValidTemplate(t.ID); err != nil {
 		return nil, err
 	}
-	s, err := parseFiring(t.Cron)
+	s, err := parseFiring(t.Cron, time.UTC) // whether it ever fires; the zone hardly matters
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +259,7 @@ func (f *File) liveFromTemplate(id string) bool {
 
 func (t *txn) fire(i int, rep *FireReport) error {
 	tpl := &t.f.Templates[i]
-	s, err := sched.Parse(tpl.Cron, time.Local)
+	s, err := sched.Parse(tpl.Cron, t.p.Zone())
 	if err != nil {
 		rep.Errors = append(rep.Errors, fmt.Sprintf("template %s: %v", tpl.ID, err))
 		return nil
@@ -342,7 +342,7 @@ func (t *txn) fire(i int, rep *FireReport) error {
 func (p *Partition) nextActivation(f *File, now time.Time) time.Time {
 	var next time.Time
 	for _, tpl := range f.Templates {
-		s, err := sched.Parse(tpl.Cron, time.Local)
+		s, err := sched.Parse(tpl.Cron, p.Zone())
 		if err != nil {
 			continue
 		}
@@ -359,10 +359,11 @@ func (p *Partition) nextActivation(f *File, now time.Time) time.Time {
 }
 
 // PreviewTemplate returns the next n activations of a spec after `after`
-// under roster's time rules, marked with the daylight-saving cases: the
+// under roster's time rules, read in zone (the host zone, Partition.Zone,
+// unless the spec names one), marked with the daylight-saving cases: the
 // same computation the firing uses (`roster-task template next`).
-func PreviewTemplate(spec string, after time.Time, n int) ([]sched.Activation, *sched.Schedule, error) {
-	s, err := parseFiring(spec)
+func PreviewTemplate(spec string, after time.Time, n int, zone *time.Location) ([]sched.Activation, *sched.Schedule, error) {
+	s, err := parseFiring(spec, zone)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -373,11 +374,11 @@ func PreviewTemplate(spec string, after time.Time, n int) ([]sched.Activation, *
 // instant, so the check does not depend on the clock.
 var neverFiresFrom = time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// parseFiring parses a template's spec in the host's zone and refuses
-// (exit 2) one that never fires: no activation over sched's horizon (ten
-// years), e.g. "0 0 30 2 *".
-func parseFiring(spec string) (*sched.Schedule, error) {
-	s, err := sched.Parse(spec, time.Local)
+// parseFiring parses a template's spec in zone and refuses (exit 2) one
+// that never fires: no activation over sched's horizon (ten years), e.g.
+// "0 0 30 2 *".
+func parseFiring(spec string, zone *time.Location) (*sched.Schedule, error) {
+	s, err := sched.Parse(spec, zone)
 	if err != nil {
 		return nil, err
 	}

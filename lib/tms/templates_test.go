@@ -195,3 +195,36 @@ func TestTemplateAddRefusesMalformedCron(t *testing.T) {
 		t.Fatalf("duplicate: %v", err)
 	}
 }
+
+// TestTemplateFiresInTheHostZoneNotTZ: a spec without CRON_TZ fires at
+// its time in the org's host zone, whatever the process's TZ (time.Local)
+// says (docs/tasks.md, "Host-local time").
+func TestTemplateFiresInTheHostZoneNotTZ(t *testing.T) {
+	berlin, err1 := time.LoadLocation("Europe/Berlin")
+	tokyo, err2 := time.LoadLocation("Asia/Tokyo")
+	if err1 != nil || err2 != nil {
+		t.Skip("no zoneinfo")
+	}
+	old := time.Local
+	time.Local = tokyo // the TZ of whoever runs the dispatcher
+	defer func() { time.Local = old }()
+	p, c := open(t, newHome(t, "dobby"), "dobby")
+	p.Org.Dispatch.Zone = berlin
+	c.Set(time.Date(2026, 11, 29, 0, 30, 0, 0, time.UTC))
+	if _, err := p.AddTemplate(ctx, NewTemplate{ID: "nightly", Cron: "0 2 * * *", Text: "tidy"}); err != nil {
+		t.Fatal(err)
+	}
+	act := time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC) // 02:00 CET
+	c.Set(act.Add(-time.Second))
+	if r := fire(t, p); len(r.Fired) != 0 {
+		t.Fatalf("fired early: %+v", r)
+	}
+	c.Set(act.Add(time.Second))
+	if r := fire(t, p); len(r.Fired) != 1 || r.Fired[0] != home.FiredTaskID(act, "dobby", "nightly") {
+		t.Fatalf("fired %+v, want the 02:00 Berlin activation", r)
+	}
+	acts, s, err := PreviewTemplate("0 2 * * *", act, 1, p.Zone())
+	if err != nil || s.Location() != berlin || !acts[0].At.Equal(act.Add(24*time.Hour)) {
+		t.Fatalf("preview %v %v %v", acts, s, err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/home"
 )
 
 func TestParseReadsSpecInHostZoneUnlessPrefixed(t *testing.T) {
@@ -77,7 +78,7 @@ func TestParseRefusesMalformedSpecWithParserMessage(t *testing.T) {
 		{"* 24 * * *", "above maximum"},
 		{"* * 0 * *", "below minimum"},
 		{"* * * 13 *", "above maximum"},
-		{"* * * * 7", "above maximum"},
+		{"* * * * 8", "above maximum"},
 		{"*/0 * * * *", "step"},
 		{"5-1 * * * *", "beyond end"},
 		{"a * * * *", "failed to parse"},
@@ -171,7 +172,7 @@ var fuzzSpecs = []string{
 	"@hourly", "@daily", "@weekly", "@monthly", "@yearly", "@every 30m", "@every 1s", "@every 0",
 	"CRON_TZ=Australia/Lord_Howe 45 1 * * *", "TZ=America/Sao_Paulo 0 0 * * *", "CRON_TZ=", "TZ=",
 	"TZ=UTC", "CRON_TZ=x", "", " ", "x", "* * * * * *", "@", "@every", "@every -1h", "1,2,3-4/0 * * * *",
-	"5-1 * * * *", "* * * * 7", "? ? ? ? ?", "0-59/1 0-23 1-31 1-12 0-6", "\x00", "TZ=Local * * * * *",
+	"5-1 * * * *", "* * * * 8", "? ? ? ? ?", "0-59/1 0-23 1-31 1-12 0-6", "\x00", "TZ=Local * * * * *",
 	"@every 9223372036s", "0 0 1 1 * extra", "CRON_TZ=Europe/Berlin @every 1h",
 }
 
@@ -229,8 +230,8 @@ func FuzzParseWindow(f *testing.F) {
 			t.Fatalf("ParseWindow(\"\") = %v", d)
 		}
 		if v != "" {
-			if pd, perr := time.ParseDuration(v); perr != nil || pd != d {
-				t.Fatalf("ParseWindow(%q) = %v, time.ParseDuration says %v, %v", v, d, pd, perr)
+			if pd, perr := home.ParseDuration(v); perr != nil || pd != d {
+				t.Fatalf("ParseWindow(%q) = %v, home.ParseDuration says %v, %v", v, d, pd, perr)
 			}
 		}
 	})
@@ -250,7 +251,8 @@ func FuzzNextAgreesWithRobfigInUTC(f *testing.F) {
 		if err != nil {
 			return
 		}
-		theirs, err := parser.Parse("CRON_TZ=UTC " + strings.TrimSpace(spec)) // robfig would read it in time.Local
+		// robfig would read it in time.Local, and knows no Sunday 7.
+		theirs, err := parser.Parse("CRON_TZ=UTC " + sundayAsSeven(strings.TrimSpace(spec)))
 		if err != nil {
 			t.Fatalf("we accept %q, robfig refuses it: %v", spec, err)
 		}
@@ -263,4 +265,41 @@ func FuzzNextAgreesWithRobfigInUTC(f *testing.F) {
 			t.Fatalf("%q Next(%v) = %v, robfig says %v", spec, after, got, want)
 		}
 	})
+}
+
+// TestDayOfWeekSevenIsSunday: 7 in the day-of-week field is Sunday, as in
+// cron (robfig/cron's range stops at 6).
+func TestDayOfWeekSevenIsSunday(t *testing.T) {
+	after := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC) // a Monday
+	for spec, want := range map[string][]time.Weekday{
+		"0 2 * * 7":     {time.Sunday},
+		"0 2 * * 0":     {time.Sunday},
+		"0 2 * * 5-7":   {time.Friday, time.Saturday, time.Sunday},
+		"0 2 * * 1-7/2": {time.Monday, time.Wednesday, time.Friday, time.Sunday},
+		"0 2 * * 6,7":   {time.Saturday, time.Sunday},
+		"0 2 * * 0-7":   {time.Sunday, time.Monday, time.Tuesday, time.Wednesday, time.Thursday, time.Friday, time.Saturday},
+	} {
+		s, err := Parse(spec, time.UTC)
+		if err != nil {
+			t.Errorf("%s: %v", spec, err)
+			continue
+		}
+		got := map[time.Weekday]bool{}
+		at := after
+		for i := 0; i < 14; i++ {
+			at = s.Next(at)
+			got[at.Weekday()] = true
+		}
+		if len(got) != len(want) {
+			t.Errorf("%s fires on %v, want %v", spec, got, want)
+		}
+		for _, d := range want {
+			if !got[d] {
+				t.Errorf("%s never fires on %v", spec, d)
+			}
+		}
+	}
+	if _, err := Parse("0 2 * * 8", time.UTC); err == nil {
+		t.Error("day-of-week 8 accepted")
+	}
 }

@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -80,7 +81,7 @@ func Parse(spec string, loc *time.Location) (s *Schedule, err error) {
 			s, err = nil, usage("cron spec %q: %v", spec, r)
 		}
 	}()
-	parsed, perr := parser.Parse(body)
+	parsed, perr := parser.Parse(sundayAsSeven(body))
 	if perr != nil {
 		return nil, usage("cron spec %q: %v", spec, perr)
 	}
@@ -204,3 +205,44 @@ const (
 	minUnix = math.MinInt64 / 4
 	maxUnix = math.MaxInt64 / 4
 )
+
+// sundayAsSeven rewrites a 7 in the day-of-week field, which cron reads as
+// Sunday like 0 and robfig/cron refuses (its range is 0-6): "7" is "0",
+// "5-7" is "5-6,0", "1-7/2" is "1,3,5,0". Anything else is left for the
+// parser and its messages.
+func sundayAsSeven(body string) string {
+	f := strings.Fields(body)
+	if len(f) != 5 || !strings.Contains(f[4], "7") {
+		return body
+	}
+	parts := strings.Split(f[4], ",")
+	for i, part := range parts {
+		rng, step := part, 1
+		if r, st, ok := strings.Cut(part, "/"); ok {
+			n, err := strconv.Atoi(st)
+			if err != nil || n < 1 {
+				continue
+			}
+			rng, step = r, n
+		}
+		lo, hi, isRange := strings.Cut(rng, "-")
+		if !isRange {
+			if lo != "7" || step != 1 {
+				continue
+			}
+			hi = lo
+		}
+		a, aerr := strconv.Atoi(lo)
+		b, berr := strconv.Atoi(hi)
+		if aerr != nil || berr != nil || b != 7 || a < 0 || a > b {
+			continue
+		}
+		var vals []string
+		for v := a; v <= b; v += step {
+			vals = append(vals, strconv.Itoa(v%7))
+		}
+		parts[i] = strings.Join(vals, ",")
+	}
+	f[4] = strings.Join(parts, ",")
+	return strings.Join(f, " ")
+}
