@@ -84,10 +84,14 @@ type Input struct {
 	// The model route: the provider's name and style as the gateway serves
 	// it ("anthropic"/"anthropic", or an org.toml provider), its base URL in
 	// the box (http://127.0.0.1:3128/anthropic) and the placeholder key.
+	// Without a gateway (network "host" or "none") BaseURL is the
+	// provider's upstream, Key is "" and KeyEnv names the variable the
+	// operator's pass_env gives the key in (ANTHROPIC_API_KEY).
 	Provider      string
 	ProviderStyle string // "anthropic" or "openai"
 	BaseURL       string
 	Key           string
+	KeyEnv        string
 	Interactive   bool // the TUI on a terminal, no prompt given
 }
 
@@ -110,8 +114,8 @@ const maxPromptArg = 96 << 10
 
 // Prepare plans a run of a.
 func (a *Agent) Prepare(in Input) (*Plan, error) {
-	if in.BaseURL == "" || in.Key == "" {
-		return nil, fmt.Errorf("agent %s: no gateway route or placeholder key", a.Name)
+	if in.BaseURL == "" || in.Key == "" && in.KeyEnv == "" {
+		return nil, fmt.Errorf("agent %s: no model route or key", a.Name)
 	}
 	switch a.Name {
 	case "pi":
@@ -148,7 +152,12 @@ const (
 var piBuiltin = map[string]bool{"anthropic": true, "openai": true}
 
 func preparePi(in Input) (*Plan, error) {
-	provider := map[string]any{"baseUrl": in.BaseURL, "apiKey": in.Key}
+	// models.json's apiKey is a literal or the name of a variable pi reads.
+	key := in.Key
+	if key == "" {
+		key = in.KeyEnv
+	}
+	provider := map[string]any{"baseUrl": in.BaseURL, "apiKey": key}
 	model := in.Model
 	if p, m, ok := strings.Cut(model, "/"); ok && p == in.Provider {
 		model = m
@@ -224,6 +233,10 @@ func prepareClaude(in Input) (*Plan, error) {
 	if len(keyTail) > 20 {
 		keyTail = keyTail[len(keyTail)-20:]
 	}
+	approved := []string{}
+	if keyTail != "" {
+		approved = append(approved, keyTail)
+	}
 	state, err := json.MarshalIndent(map[string]any{
 		"hasCompletedOnboarding":        true,
 		"bypassPermissionsModeAccepted": true,
@@ -253,15 +266,18 @@ func prepareClaude(in Input) (*Plan, error) {
 		cmd = append(cmd, in.Args...)
 		cmd = append(cmd, "--", p)
 	}
+	env := []string{
+		"CLAUDE_CONFIG_DIR=" + BoxAgentDir + "/" + claudeConfigDir,
+		"ANTHROPIC_BASE_URL=" + in.BaseURL,
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_AUTOUPDATER=1",
+	}
+	if in.Key != "" { // else the operator's own ANTHROPIC_API_KEY (pass_env)
+		env = append(env, "ANTHROPIC_API_KEY="+in.Key)
+	}
 	return &Plan{
-		Command: cmd,
-		Env: []string{
-			"CLAUDE_CONFIG_DIR=" + BoxAgentDir + "/" + claudeConfigDir,
-			"ANTHROPIC_BASE_URL=" + in.BaseURL,
-			"ANTHROPIC_API_KEY=" + in.Key,
-			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-			"DISABLE_AUTOUPDATER=1",
-		},
+		Command:    cmd,
+		Env:        env,
 		Files:      map[string][]byte{claudeConfigDir + "/.claude.json": append(state, '\n')},
 		SessionDir: claudeConfigDir + "/projects",
 	}, nil

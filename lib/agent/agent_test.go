@@ -139,7 +139,7 @@ func TestClaudePlan(t *testing.T) {
 	if !reflect.DeepEqual(p.Command, want) {
 		t.Errorf("command %q", p.Command)
 	}
-	env := strings.Join(p.Env, "\n")
+	env := strings.Join(p.Env, "\n") + "\n"
 	for _, w := range []string{"CLAUDE_CONFIG_DIR=" + BoxAgentDir + "/claude", "ANTHROPIC_BASE_URL=" + route, "ANTHROPIC_API_KEY=" + placeholder} {
 		if !strings.Contains(env, w+"\n") {
 			t.Errorf("env lacks %s: %q", w, p.Env)
@@ -158,6 +158,21 @@ func TestClaudePlan(t *testing.T) {
 	in.ProviderStyle = "openai"
 	if _, err := c.Prepare(in); !errors.Is(err, errs.ErrUsage) {
 		t.Errorf("openai style: %v", err)
+	}
+}
+
+func TestWithoutAGatewayTheKeyIsTheOperatorsVariable(t *testing.T) {
+	in := anthropicInput()
+	in.BaseURL, in.Key, in.KeyEnv = "https://api.anthropic.com", "", "ANTHROPIC_API_KEY"
+	pi, _ := For("pi")
+	p, err := pi.Prepare(in)
+	if err != nil || !strings.Contains(string(p.Files["pi/models.json"]), `"apiKey": "ANTHROPIC_API_KEY"`) {
+		t.Errorf("pi: %v %s", err, p.Files["pi/models.json"])
+	}
+	c, _ := For("claude")
+	p, err = c.Prepare(in)
+	if err != nil || strings.Contains(strings.Join(p.Env, " "), "ANTHROPIC_API_KEY") {
+		t.Errorf("claude: %v %q", err, p.Env)
 	}
 }
 
