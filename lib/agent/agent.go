@@ -240,7 +240,7 @@ func prepareClaude(in Input) (*Plan, error) {
 	state, err := json.MarshalIndent(map[string]any{
 		"hasCompletedOnboarding":        true,
 		"bypassPermissionsModeAccepted": true,
-		"customApiKeyResponses":         map[string]any{"approved": []string{keyTail}, "rejected": []string{}},
+		"customApiKeyResponses":         map[string]any{"approved": approved, "rejected": []string{}},
 	}, "", "  ")
 	if err != nil {
 		return nil, err

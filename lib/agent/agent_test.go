@@ -171,8 +171,8 @@ func TestWithoutAGatewayTheKeyIsTheOperatorsVariable(t *testing.T) {
 	}
 	c, _ := For("claude")
 	p, err = c.Prepare(in)
-	if err != nil || strings.Contains(strings.Join(p.Env, " "), "ANTHROPIC_API_KEY") {
-		t.Errorf("claude: %v %q", err, p.Env)
+	if err != nil || strings.Contains(strings.Join(p.Env, " "), "ANTHROPIC_API_KEY") || !strings.Contains(string(p.Files["claude/.claude.json"]), `"approved": []`) {
+		t.Errorf("claude: %v %q %s", err, p.Env, p.Files["claude/.claude.json"])
 	}
 }
 
