@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/roster-sh/roster/lib/cli"
 	"github.com/roster-sh/roster/lib/errs"
@@ -28,11 +29,16 @@ const gatewayBlock = 256
 const maxLedgerWarnings = 20
 
 func (c *GatewayCmd) Run(g *cli.Globals, env *cli.Env) error {
-	e, err := lookup(g, c.ID)
+	h, err := g.OpenHome()
+	if err != nil {
+		return err
+	}
+	e, err := runs.Resolve(h, c.ID) // a corrupt run.json does not hide the ledger
 	if err != nil {
 		return err
 	}
 	path := runs.GatewayLedger(e.Dir)
+	zone := hostZone(h)
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	header := "SEQ\tAT\tKIND\tMETHOD\tTARGET\tDECISION\tSTATUS\tUP\tDOWN\tMS\tMODEL\tIN\tOUT\tUSD\n"
 	rows, bad, warned := 0, 0, 0
@@ -63,7 +69,7 @@ func (c *GatewayCmd) Run(g *cli.Globals, env *cli.Env) error {
 			}
 		}
 		rows++
-		fmt.Fprintln(tw, strings.Join(ledgerCells(l.Entry), "\t"))
+		fmt.Fprintln(tw, strings.Join(ledgerCells(l.Entry, zone), "\t"))
 		return nil
 	})
 	if errors.Is(err, os.ErrNotExist) {
@@ -95,7 +101,7 @@ func (c *GatewayCmd) Run(g *cli.Globals, env *cli.Env) error {
 
 // ledgerCells is one ledger entry as a table row, each cell one line and
 // escaped for the terminal (hosts and paths are what the box asked for).
-func ledgerCells(e runs.LedgerEntry) []string {
+func ledgerCells(e runs.LedgerEntry, zone *time.Location) []string {
 	target := e.Host
 	switch {
 	case e.Kind == "model":
@@ -112,7 +118,7 @@ func ledgerCells(e runs.LedgerEntry) []string {
 	}
 	at := "-"
 	if !e.At.IsZero() {
-		at = e.At.Local().Format("15:04:05")
+		at = e.At.In(zone).Format("15:04:05")
 	}
 	model, in, out, cost := "-", "-", "-", "-"
 	if e.Kind == "model" {

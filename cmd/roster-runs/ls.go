@@ -30,6 +30,7 @@ func (c *LsCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
+	zone := hostZone(h)
 	f := runs.Filter{Task: c.Task, Limit: c.Limit}
 	for _, w := range c.Worker {
 		if _, err := h.ExistingWorker(w); err != nil {
@@ -40,7 +41,7 @@ func (c *LsCmd) Run(g *cli.Globals, env *cli.Env) error {
 		f.Workers = c.Worker
 	}
 	if c.Since != "" {
-		if f.Since, err = runs.ParseSince(c.Since, time.Now()); err != nil {
+		if f.Since, err = runs.ParseSince(c.Since, time.Now(), zone); err != nil {
 			return err
 		}
 	}
@@ -68,13 +69,13 @@ func (c *LsCmd) Run(g *cli.Globals, env *cli.Env) error {
 		if e.Err != nil {
 			env.Warn("%v", e.Err)
 		}
-		rows = append(rows, lsCells(e))
+		rows = append(rows, lsCells(e, zone))
 	}
 	return cli.Table(env.Stdout, []string{"RUN", "WORKER", "TASK", "KIND", "STARTED", "WALL", "ENDED", "ATTESTED"}, rows)
 }
 
-func lsCells(e runs.Entry) []string {
-	started := e.Started().Local().Format("2006-01-02 15:04:05")
+func lsCells(e runs.Entry, zone *time.Location) []string {
+	started := e.Started().In(zone).Format("2006-01-02 15:04:05")
 	r := e.Record
 	switch {
 	case e.Err != nil:

@@ -8,8 +8,11 @@ package main
 
 import (
 	"os"
+	"time"
 
 	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/home"
 )
 
 // CLI is the grammar; each verb lives in its own file.
@@ -29,4 +32,13 @@ type CLI struct {
 
 func main() {
 	os.Exit(cli.Main("roster-runs", &CLI{}, os.Args[1:]))
+}
+
+// hostZone is the zone of host-local days and times: org.toml's
+// [dispatch] zone, else the system zone; never TZ.
+func hostZone(h home.Home) *time.Location {
+	if org, err := config.LoadOrg(h); err == nil {
+		return org.Zone()
+	}
+	return config.SystemZone()
 }

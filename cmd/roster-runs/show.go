@@ -34,10 +34,10 @@ func (c *ShowCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if c.JSON {
 		return cli.JSONLine(env.Stdout, lsRow{Record: r, Live: e.Live()})
 	}
-	return showBlock(env.Stdout, e, r)
+	return showBlock(env.Stdout, e, r, hostZone(h))
 }
 
-func showBlock(w io.Writer, e runs.Entry, r *runs.Record) error {
+func showBlock(w io.Writer, e runs.Entry, r *runs.Record, zone *time.Location) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	// Every value may hold worker-supplied text (report, agent's words,
 	// hosts it asked for): one line each, escaped for the terminal.
@@ -52,10 +52,10 @@ func showBlock(w io.Writer, e runs.Entry, r *runs.Record) error {
 	if r.Channel != "" {
 		line("channel", r.Channel)
 	}
-	line("started", when(e.Started()))
+	line("started", when(e.Started(), zone))
 	switch st := state(e); {
 	case r.Ended != "" && r.EndedAt != nil:
-		line("ended", fmt.Sprintf("%s at %s", howEnded(r), when(*r.EndedAt)))
+		line("ended", fmt.Sprintf("%s at %s", howEnded(r), when(*r.EndedAt, zone)))
 	case r.Ended != "":
 		line("ended", howEnded(r))
 	default:
@@ -215,11 +215,11 @@ func evidence(ev *runs.Evidence) string {
 	return strings.Join(parts, ", ")
 }
 
-func when(t time.Time) string {
+func when(t time.Time, zone *time.Location) string {
 	if t.IsZero() {
 		return "-"
 	}
-	return t.Local().Format("2006-01-02 15:04:05 MST")
+	return t.In(zone).Format("2006-01-02 15:04:05 MST")
 }
 
 func bytesIEC(n uint64) string {

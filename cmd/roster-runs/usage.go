@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/roster-sh/roster/lib/cli"
-	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/runs"
 )
 
@@ -26,7 +25,7 @@ func (c *UsageCmd) Run(g *cli.Globals, env *cli.Env) error {
 	now := time.Now()
 	var since time.Time
 	if c.Since != "" {
-		if since, err = runs.ParseSince(c.Since, now); err != nil {
+		if since, err = runs.ParseSince(c.Since, now, hostZone(h)); err != nil {
 			return err
 		}
 	}
@@ -52,11 +51,7 @@ func (c *UsageCmd) Run(g *cli.Globals, env *cli.Env) error {
 		}
 		all = append(all, runs.WorkerRuns{Worker: w, Runs: rows})
 	}
-	zone := config.SystemZone() // host-local days: org.toml's zone, never TZ
-	if org, err := config.LoadOrg(h); err == nil {
-		zone = org.Zone()
-	}
-	rows, err := runs.SumUsage(all, c.By, zone)
+	rows, err := runs.SumUsage(all, c.By, hostZone(h))
 	if err != nil {
 		return err
 	}

@@ -151,7 +151,7 @@ func FuzzParseSince(f *testing.F) {
 	}
 	now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, s string) {
-		got, err := ParseSince(s, now)
+		got, err := ParseSince(s, now, nil)
 		if _, aerr := ParseAge(s); aerr == nil && (err != nil || got.After(now)) {
 			t.Fatalf("age %q: %v, %v: an age is never in the future", s, got, err)
 		}

@@ -10,15 +10,18 @@ import (
 )
 
 // ParseSince reads a --since value: RFC 3339, "YYYY-MM-DD HH:MM" or
-// "YYYY-MM-DD" (host-local), or an age such as "90m", "36h" or "7d"
-// (that long before now).
-func ParseSince(s string, now time.Time) (time.Time, error) {
+// "YYYY-MM-DD" (in zone, the host zone; nil: time.Local), or an age such
+// as "90m", "36h" or "7d" (that long before now).
+func ParseSince(s string, now time.Time, zone *time.Location) (time.Time, error) {
+	if zone == nil {
+		zone = time.Local
+	}
 	s = strings.TrimSpace(s)
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return t, nil
 	}
 	for _, layout := range []string{"2006-01-02 15:04", "2006-01-02T15:04", "2006-01-02"} {
-		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+		if t, err := time.ParseInLocation(layout, s, zone); err == nil {
 			return t, nil
 		}
 	}
