@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roster-sh/roster/lib/box"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/runs"
 	"github.com/roster-sh/roster/lib/tms"
@@ -72,14 +73,14 @@ func TestAdhocRunIDThatClashesIsReplaced(t *testing.T) {
 	}
 	os.WriteFile(home.RunJSON(f.w.Run(taken)), []byte("{}"), 0o644)
 	calls := 0
-	newRunID = func(t time.Time) string {
+	box.NewRunID = func(t time.Time) string {
 		calls++
 		if calls == 1 {
 			return taken
 		}
 		return home.NewRunID(t)
 	}
-	defer func() { newRunID = home.NewRunID }()
+	defer func() { box.NewRunID = home.NewRunID }()
 	code, _, errb := f.box("run", "dobby", "--", "true")
 	if code != 0 || calls != 2 {
 		t.Fatalf("exit %d after %d ids: %s", code, calls, errb)

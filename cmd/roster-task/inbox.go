@@ -147,19 +147,34 @@ func submit(env *cli.Env, a *outbox.Action) (*outbox.Outcome, error) {
 // only when the arguments are not box-init's.
 func runBoxInit() {
 	if len(os.Args) > 2 && os.Args[1] == "box-init" && os.Getenv("ROSTER_OUTBOX") != "" {
-		rest, status := os.Args[2:], -1
-		if fd, ok := strings.CutPrefix(rest[0], "--status-fd="); ok && len(rest) > 1 {
-			if n, err := strconv.Atoi(fd); err == nil && n > 2 {
-				rest, status = rest[1:], n
+		rest, status, gateway := os.Args[2:], -1, ""
+		for len(rest) > 1 {
+			if fd, ok := strings.CutPrefix(rest[0], "--status-fd="); ok {
+				if n, err := strconv.Atoi(fd); err == nil && n > 2 {
+					rest, status = rest[1:], n
+					continue
+				}
 			}
+			if g, ok := strings.CutPrefix(rest[0], "--gateway="); ok {
+				rest, gateway = rest[1:], g
+				continue
+			}
+			break
 		}
 		if rest[0] == "--" {
-			os.Exit(boxInit(os.Stderr, rest[1:], status))
+			os.Exit(boxInit(os.Stderr, rest[1:], status, gateway))
 		}
 	}
 }
 
-func boxInit(stderr io.Writer, args []string, status int) int {
+// boxInit runs the box's command under the reaper; gateway ("ADDR,SOCK")
+// also relays ADDR to the run's gateway socket SOCK.
+func boxInit(stderr io.Writer, args []string, status int, gateway string) int {
+	if addr, sock, ok := strings.Cut(gateway, ","); ok {
+		if _, err := reaper.Relay(addr, sock); err != nil {
+			fmt.Fprintf(stderr, "roster-task: box-init: gateway relay on %s: %v\n", addr, err)
+		}
+	}
 	code, err := reaper.Run(args, os.Environ(), status)
 	if err != nil {
 		fmt.Fprintf(stderr, "roster-task: box-init: %s: %v\n", strconv.Quote(firstOr(args)), err)
@@ -170,6 +185,7 @@ func boxInit(stderr io.Writer, args []string, status int) int {
 // InboxBoxInitCmd is the hidden pid 1 of every box.
 type InboxBoxInitCmd struct {
 	StatusFD int      `name:"status-fd" default:"-1" hidden:"" help:"A descriptor on which to say how a signal ended the command."`
+	Gateway  string   `name:"gateway" hidden:"" help:"ADDR,SOCK: relay TCP ADDR to the gateway's Unix socket SOCK."`
 	Command  []string `arg:"" passthrough:"" help:"The command (after --)."`
 }
 
@@ -178,7 +194,7 @@ func (c *InboxBoxInitCmd) Run(env *cli.Env) error {
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
-	return &errs.Exit{Code: boxInit(env.Stderr, args, c.StatusFD)}
+	return &errs.Exit{Code: boxInit(env.Stderr, args, c.StatusFD, c.Gateway)}
 }
 
 func firstOr(s []string) string {

@@ -132,7 +132,7 @@ func launch(ctx context.Context, s *Spec, briefing []byte, io Stdio, gate chan e
 		}
 	}()
 	p := &libcontainer.Process{
-		Args:       append([]string{BoxBin + "/" + ReaperTool, "box-init", "--status-fd=3", "--"}, s.Command...),
+		Args:       append(initArgs(s), s.Command...),
 		ExtraFiles: []*os.File{statusW},
 		Env:        boxEnv(s),
 		UID:        s.UID,
@@ -181,6 +181,15 @@ func launch(ctx context.Context, s *Spec, briefing []byte, io Stdio, gate chan e
 	}
 	started = true
 	return b, nil
+}
+
+// initArgs is pid 1's command line before the box's command.
+func initArgs(s *Spec) []string {
+	a := []string{BoxBin + "/" + ReaperTool, "box-init", "--status-fd=3"}
+	if s.Network == "gateway" {
+		a = append(a, "--gateway="+BoxGatewayAddr+","+BoxGatewaySock)
+	}
+	return append(a, "--")
 }
 
 // holdStoreShared takes the worker's `store` lock shared, waiting at most
@@ -295,6 +304,7 @@ func (b *Box) Destroy() error {
 // is gone), killing whatever runs in it. It reports whether there was one.
 func Reap(run string) (bool, error) {
 	defer RemoveScratch(run)
+	defer RemoveGatewayDir(run)
 	c, err := libcontainer.Load(home.ContainerRoot, home.ContainerID(run))
 	if err != nil {
 		if errors.Is(err, libcontainer.ErrNotExist) || errors.Is(err, os.ErrNotExist) {

@@ -66,6 +66,10 @@ func containerConfig(s *Spec, rootfs, etc, self string) *configs.Config {
 	for _, c := range s.Connections {
 		mounts = append(mounts, bind(c.Path, BoxHome+"/"+c.At, c.Mode != "rw"))
 	}
+	if s.Network == "gateway" {
+		// read-only: the box may connect to the socket, never replace it
+		mounts = append(mounts, bind(gatewayDir(s.Run), BoxGatewayDir, true))
+	}
 	tools := make([]string, 0, len(s.Tools))
 	for t := range s.Tools {
 		tools = append(tools, t)
@@ -131,6 +135,9 @@ func boxEnv(s *Spec) []string {
 		"ROSTER_TASKS_FILE=" + BoxSchedule,
 		"ROSTER_BRIEFING=" + BoxBriefing,
 		"ROSTER_OUTBOX=" + BoxOutbox,
+	}
+	if s.Network == "gateway" {
+		env = append(env, gatewayEnv()...)
 	}
 	return append(env, s.Env...)
 }

@@ -131,7 +131,7 @@ func hostname(s *Spec) string { return "roster-" + s.Worker }
 // an empty one (loopback only: no resolver reachable) otherwise.
 func resolvConf(s *Spec) string {
 	if s.Network != "host" {
-		return "# no network in this box (network = \"none\")\n"
+		return "# no resolver in this box (network = \"" + s.Network + "\"): names are the gateway's to resolve\n"
 	}
 	data, err := os.ReadFile("/etc/resolv.conf")
 	if err != nil || strings.Contains(string(data), "\x00") {

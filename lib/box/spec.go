@@ -16,7 +16,7 @@ type Spec struct {
 	UID     int      // the box user; its gid is the same number
 	Command []string // what runs under the reaper
 	Rootfs  string   // "" = host /usr under a generated root
-	Network string   // "none" (loopback only) or "host"
+	Network string   // "gateway" (loopback + the run's gateway), "none" (loopback only) or "host"
 	Env     []string // extra NAME=VALUE pairs (pass_env), after the fixed ones
 
 	Memory int64   // bytes; 0 = no limit

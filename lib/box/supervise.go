@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
-	"strings"
 	"time"
 
-	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/outbox"
@@ -45,67 +44,118 @@ type Supervision struct {
 	// Snapshot runs after the run and returns what run.json records
 	// (an id, "unchanged", "store busy", ...); nil: "snapshots unavailable".
 	Snapshot func(ctx context.Context) string
+
+	// Gateway makes the run's gateway (Spec.Network "gateway"); it is
+	// served on a Unix socket only this box is given, from before the box
+	// starts until it has ended.
+	Gateway func() (Gateway, error)
+	// Output, if set, also sees everything the box writes (an agent's
+	// event stream reader); it must not block.
+	Output io.Writer
 }
 
-// Supervise is `roster-box run`: it writes box.json and the run record,
-// re-checks the claim, compiles the briefing, runs the box to its end
-// (serving actions, enforcing the ceiling and idle), reads its usage,
-// destroys it, records and attests the run, and takes the snapshot. ctx
-// ending (SIGTERM: `roster-box kill`) kills the box; the run ends "error",
-// note "killed". It returns the final record and the box's exit.
+// Gateway is a run's gateway as the supervisor uses it (lib/gateway).
+type Gateway interface {
+	Serve(l net.Listener) error
+	Close() error
+	// Report puts what the gateway served into the record (cost, gateway
+	// summary) and the evidence (its refusals).
+	Report(rec *runs.Record, ev *runs.Evidence)
+}
+
+// Supervise is `roster-box run`, in four steps: prepare (run folder,
+// box.json, records, outbox, transcript, gateway), start (the container),
+// serve (actions, ceiling, idle, until the box ends) and finish (usage,
+// destroy, attest, record, snapshot). ctx ending (SIGTERM: `roster-box
+// kill`) kills the box; the run ends "error", note "killed". It returns the
+// final record and the box's exit.
 func (s *Supervision) Supervise(ctx context.Context) (*runs.Record, Exit, error) {
+	r, err := s.prepare(ctx)
+	if err != nil {
+		return r.rec, Exit{}, err
+	}
+	defer r.close()
+	b, err := s.start(ctx, r)
+	if err != nil {
+		return s.notStarted(ctx, r, err)
+	}
+	ended, note, exit := s.serve(ctx, r, b)
+	s.end(context.WithoutCancel(ctx), r, b, ended, note, exit)
+	return r.rec, exit, nil
+}
+
+// supervised is one run's state across the steps.
+type supervised struct {
+	rec     *runs.Record
+	ev      runs.Evidence
+	started time.Time
+	info    runs.BoxInfo
+	ob      *outbox.Reader
+	tr      *transcript
+	gw      Gateway
+	gwDone  chan struct{}
+	tmpOver outbox.TmpBound // what BoundTmp removed from the outbox's tmp/ so far
+	closers []func()
+
+	brief []byte        // the compiled briefing
+	wrote chan error    // the start records, written while the box starts
+	pumps chan struct{} // two tokens: the output pumps have ended
+}
+
+func (r *supervised) close() {
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		r.closers[i]()
+	}
+}
+
+// waitWrote waits for the start records (once; later calls return at once).
+func (r *supervised) waitWrote() {
+	if err := <-r.wrote; err != nil {
+		r.ev.Note = joinNote(r.ev.Note, "start records: "+err.Error())
+	}
+	r.wrote <- nil
+}
+
+func (r *supervised) endAt(ended, note string) {
+	now := time.Now()
+	r.rec.EndedAt = ptr(now.UTC())
+	r.rec.Ended = ended
+	if note != "" {
+		r.ev.Note = joinNote(r.ev.Note, note)
+	}
+	r.rec.Cost.WallSeconds = now.Sub(r.started).Seconds()
+}
+
+var errClaimGone = errors.New("claim gone before start")
+
+// prepare makes everything the box needs before it starts: the run folder,
+// the first record, the briefing, the outbox, the transcript, the gateway.
+func (s *Supervision) prepare(ctx context.Context) (*supervised, error) {
 	sp := s.Spec
-	started := time.Now()
-	rec := &runs.Record{ID: sp.Run, Worker: sp.Worker, Kind: s.Kind, Channel: sp.Channel,
-		StartedAt: started.UTC(), Report: runs.Report{Status: "none"}, Ceiling: fmtDur(s.Ceiling), Actions: []runs.ActionRecord{}}
+	r := &supervised{started: time.Now(), ev: runs.Evidence{Report: "none"}, wrote: make(chan error, 1)}
+	r.wrote <- nil
+	r.rec = &runs.Record{ID: sp.Run, Worker: sp.Worker, Kind: s.Kind, Channel: sp.Channel,
+		StartedAt: r.started.UTC(), Report: runs.Report{Status: "none"}, Ceiling: fmtDur(s.Ceiling), Actions: []runs.ActionRecord{}}
 	taskID := ""
 	if s.Task != nil {
 		taskID = s.Task.ID
-		rec.Task, rec.Standing = s.Task.ID, s.Task.Standing
+		r.rec.Task, r.rec.Standing = s.Task.ID, s.Task.Standing
 	}
 	if err := fsx.MkdirDurable(sp.RunDir, 0o755); err != nil {
-		return nil, Exit{}, fmt.Errorf("run folder: %w", err)
+		return r, fmt.Errorf("run folder: %w", err)
 	}
-	info, err := runs.SelfBoxInfo(sp.Worker, sp.Run, taskID, started)
-	if err != nil {
-		return nil, Exit{}, err
-	}
+	var err error
 	// box.json stays after the run: it records who supervised it, and
 	// liveness never trusts the file alone (runs.BoxInfo.Alive).
-	ev := runs.Evidence{Report: "none"}
-	end := func(ended, note string) {
-		now := time.Now()
-		rec.EndedAt = ptr(now.UTC())
-		rec.Ended = ended
-		if note != "" {
-			ev.Note = joinNote(ev.Note, note)
-		}
-		rec.Cost.WallSeconds = now.Sub(started).Seconds()
+	if r.info, err = runs.SelfBoxInfo(sp.Worker, sp.Run, taskID, r.started); err != nil {
+		return r, err
 	}
-
-	// box.json is made durable, then the claim re-checked, while the box
-	// is prepared; the container starts only after both (ready). A claim
-	// gone by then is recorded canceled and nothing starts.
-	errClaimGone := errors.New("claim gone before start")
-	ready := func() error {
-		if err := runs.WriteBoxInfo(sp.RunDir, info); err != nil {
-			return err
-		}
-		if s.Task == nil {
-			return nil
-		}
-		ok, err := s.Part.StillClaimed(ctx, taskID, sp.Run)
-		if err == nil && !ok {
-			err = errClaimGone
-		}
-		return err
-	}
-
 	// The start's records are written while the box starts (the box reads
 	// its briefing from the scratch copy).
 	md, recall := CompileBriefing(s.Briefing)
-	first := *rec
-	wrote := make(chan error, 1)
+	r.brief = md
+	first := *r.rec
+	<-r.wrote
 	go func() {
 		err := runs.WriteRecord(sp.RunDir, &first)
 		if err == nil {
@@ -114,98 +164,171 @@ func (s *Supervision) Supervise(ctx context.Context) (*runs.Record, Exit, error)
 		if err == nil {
 			err = fsx.WriteFile(home.Recall(sp.RunDir), recall, 0o644)
 		}
-		wrote <- err
+		r.wrote <- err
 	}()
-	waitWrote := func() {
-		if err := <-wrote; err != nil {
-			ev.Note = joinNote(ev.Note, "start records: "+err.Error())
-		}
-		wrote <- nil
-	}
-	defer waitWrote()
+	r.closers = append(r.closers, r.waitWrote)
 	if err := outbox.Make(home.Outbox(sp.RunDir)); err != nil {
-		return rec, Exit{}, err
+		return r, err
 	}
-	ob, err := outbox.Open(home.Outbox(sp.RunDir))
-	if err != nil {
-		return rec, Exit{}, err
+	if r.ob, err = outbox.Open(home.Outbox(sp.RunDir)); err != nil {
+		return r, err
 	}
-	defer ob.Close()
-	tr, err := newTranscript(home.Transcript(sp.RunDir), s.TranscriptMax)
-	if err != nil {
-		return rec, Exit{}, err
+	r.closers = append(r.closers, func() { r.ob.Close() })
+	if r.tr, err = newTranscript(home.Transcript(sp.RunDir), s.TranscriptMax); err != nil {
+		return r, err
 	}
+	if sp.Network == "gateway" {
+		if err := s.serveGateway(r); err != nil {
+			return r, fmt.Errorf("gateway: %w", err)
+		}
+	}
+	return r, nil
+}
 
+// serveGateway makes the run's gateway and serves it on a socket in the
+// run's own scratch folder (Spec.GatewayDir, mounted at /run/roster in the
+// box): never a folder another run of the worker sees.
+func (s *Supervision) serveGateway(r *supervised) error {
+	if s.Gateway == nil {
+		return errors.New("network = \"gateway\" but no gateway was given")
+	}
+	sp := s.Spec
+	sock, l, err := listenGateway(sp)
+	if err != nil {
+		return err
+	}
+	gw, err := s.Gateway()
+	if err != nil {
+		l.Close()
+		os.Remove(sock)
+		return err
+	}
+	r.gw, r.gwDone = gw, make(chan struct{})
+	go func() { _ = gw.Serve(l); close(r.gwDone) }()
+	r.closers = append(r.closers, func() { r.stopGateway(); RemoveGatewayDir(sp.Run) })
+	return nil
+}
+
+// stopGateway closes the gateway (once) and waits for it to stop serving.
+func (r *supervised) stopGateway() {
+	if r.gw == nil {
+		return
+	}
+	_ = r.gw.Close()
+	<-r.gwDone
+	r.gw.Report(r.rec, &r.ev)
+	r.gw = nil
+}
+
+// start wires the box's output and starts the container; box.json is made
+// durable and the claim re-checked while it is prepared (ready).
+func (s *Supervision) start(ctx context.Context, r *supervised) (*Box, error) {
+	sp := s.Spec
+	ready := func() error {
+		if err := runs.WriteBoxInfo(sp.RunDir, r.info); err != nil {
+			return err
+		}
+		if s.Task == nil {
+			return nil
+		}
+		ok, err := s.Part.StillClaimed(ctx, s.Task.ID, sp.Run)
+		if err == nil && !ok {
+			err = errClaimGone
+		}
+		return err
+	}
+	sinks := func(extra io.Writer) []io.Writer {
+		w := []io.Writer{r.tr}
+		if s.Output != nil {
+			w = append(w, s.Output)
+		}
+		if extra != nil {
+			w = append(w, extra)
+		}
+		return w
+	}
 	// The box's output: one pipe (order kept) into the transcript, or two
 	// (stdout and stderr kept apart) teed to the terminal; with a terminal,
 	// the box's own pty (its master side pumped once the box has started).
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return rec, Exit{}, err
+		return nil, err
 	}
 	stdio := Stdio{Stdout: outW, Stderr: outW}
-	pumps := make(chan struct{}, 2)
+	r.pumps = make(chan struct{}, 2)
 	var errR, errW *os.File
 	switch {
 	case s.Attached && s.Terminal != nil:
 		stdio = Stdio{Terminal: true}
 		stdio.Rows, stdio.Cols = winsize(s.Terminal)
 		outR.Close()
-		pumps <- struct{}{}
+		r.pumps <- struct{}{}
 	case s.Attached:
 		if errR, errW, err = os.Pipe(); err != nil {
-			return rec, Exit{}, err
+			return nil, err
 		}
 		stdio.Stdin, stdio.Stderr = s.Stdin, errW
-		go func() { pump(outR, tr, s.Stdout); pumps <- struct{}{} }()
-		go func() { pump(errR, tr, s.Stderr); pumps <- struct{}{} }()
+		go func() { pump(outR, sinks(s.Stdout)...); r.pumps <- struct{}{} }()
+		go func() { pump(errR, sinks(s.Stderr)...); r.pumps <- struct{}{} }()
 	default:
-		go func() { pump(outR, tr); pumps <- struct{}{} }()
-		pumps <- struct{}{}
+		go func() { pump(outR, sinks(nil)...); r.pumps <- struct{}{} }()
+		r.pumps <- struct{}{}
 	}
 
-	b, lerr := LaunchAfter(ctx, sp, md, stdio, ready)
+	b, lerr := LaunchAfter(ctx, sp, r.brief, stdio, ready)
 	outW.Close()
 	if errW != nil {
 		errW.Close()
 	}
-	if lerr == nil && b.Console != nil {
-		defer b.Console.Close()
-		defer attachTerminal(s.Terminal, b.Console)()
-		go func() { pump(b.Console, tr, s.Stdout); pumps <- struct{}{} }()
+	if lerr != nil {
+		if stdio.Terminal {
+			r.pumps <- struct{}{}
+		}
+		return nil, lerr
+	}
+	if b.Console != nil {
+		r.closers = append(r.closers, func() { b.Console.Close() }, attachTerminal(s.Terminal, b.Console))
+		go func() { pump(b.Console, sinks(s.Stdout)...); r.pumps <- struct{}{} }()
 		go func() { _, _ = io.Copy(b.Console, s.Terminal) }() // ends with the process or at the next keystroke
 	} else if stdio.Terminal {
-		pumps <- struct{}{}
+		r.pumps <- struct{}{}
 	}
-	if lerr != nil {
-		<-pumps
-		<-pumps
-		tr.Close()
-		waitWrote()
-		ev.Exit = -1 // no exit status: the command never ran
-		if errors.Is(lerr, errClaimGone) {
-			end("error", errClaimGone.Error())
-			rec.Attested, rec.Evidence = tms.AttestedCanceled, &ev
-			rec.Report.Status, rec.Snapshot = ev.Report, "not taken: box did not start"
-			return rec, Exit{}, runs.WriteRecord(sp.RunDir, rec)
-		}
-		end("error", "box did not start: "+lerr.Error())
-		s.finish(ctx, rec, &ev, false)
-		return rec, Exit{Code: -1}, lerr
-	}
+	return b, nil
+}
 
+// notStarted records a box that never started: canceled when its claim
+// was gone, else an error (no exit status: the command never ran).
+func (s *Supervision) notStarted(ctx context.Context, r *supervised, lerr error) (*runs.Record, Exit, error) {
+	<-r.pumps
+	<-r.pumps
+	r.tr.Close()
+	r.stopGateway()
+	r.waitWrote()
+	r.ev.Exit = -1
+	if errors.Is(lerr, errClaimGone) {
+		r.endAt("error", errClaimGone.Error())
+		r.rec.Attested, r.rec.Evidence = tms.AttestedCanceled, &r.ev
+		r.rec.Report.Status, r.rec.Snapshot = r.ev.Report, "not taken: box did not start"
+		return r.rec, Exit{}, runs.WriteRecord(s.Spec.RunDir, r.rec)
+	}
+	r.endAt("error", "box did not start: "+lerr.Error())
+	s.finish(ctx, r.rec, &r.ev, false)
+	return r.rec, Exit{Code: -1}, lerr
+}
+
+// serve runs the box to its end: it answers actions, and kills the box at
+// its ceiling, when idle too long, or when ctx ends. It returns how the
+// run ended ("" = by itself), a note, and pid 1's exit.
+func (s *Supervision) serve(ctx context.Context, r *supervised, b *Box) (ended, note string, exit Exit) {
 	done := make(chan struct{})
-	var exit Exit
 	var werr error
 	go func() { exit, werr = b.Wait(); close(done) }()
 
-	ended, note := "", ""
 	deadline := time.Time{}
 	if s.Ceiling > 0 {
 		deadline = b.Started.Add(s.Ceiling)
 	}
 	lastAction := time.Now()
-	var tmpOver outbox.TmpBound // what BoundTmp removed so far
 	killing := false
 	kill := func(why, n string) {
 		if killing {
@@ -227,54 +350,60 @@ loop:
 			kill("error", "killed")
 		case <-tick.C:
 		}
-		if s.serveActions(ctx, ob, rec, &ev) {
+		if s.serveActions(ctx, r.ob, r.rec, &r.ev) {
 			lastAction = time.Now()
 		}
-		s.boundTmp(ctx, ob, rec, &ev, &tmpOver)
+		s.boundTmp(ctx, r.ob, r.rec, &r.ev, &r.tmpOver)
 		now := time.Now()
 		if !deadline.IsZero() && now.After(deadline) {
-			ev.Ceiling = true
+			r.ev.Ceiling = true
 			kill("ceiling", "")
 		}
-		if s.Idle > 0 && now.Sub(tr.lastOutput()) > s.Idle && now.Sub(lastAction) > s.Idle {
+		if s.Idle > 0 && now.Sub(r.tr.lastOutput()) > s.Idle && now.Sub(lastAction) > s.Idle {
 			kill("idle", fmt.Sprintf("no output and no action for %s", s.Idle))
 		}
 	}
-	ob.StopWaiting()                                         // the box has ended: nothing is being written
-	s.serveActions(context.WithoutCancel(ctx), ob, rec, &ev) // what the box posted as it ended
-	s.noteCap(context.WithoutCancel(ctx), ob, rec, &ev)
+	if werr != nil && exit.Code < 0 {
+		note = joinNote(note, "wait: "+werr.Error())
+	}
+	return ended, note, exit
+}
+
+// end reads what the box did once it has ended — its last actions, usage,
+// output, the gateway's figures — destroys it, and finishes the run.
+func (s *Supervision) end(ctx context.Context, r *supervised, b *Box, ended, note string, exit Exit) {
+	r.ob.StopWaiting()                      // the box has ended: nothing is being written
+	s.serveActions(ctx, r.ob, r.rec, &r.ev) // what the box posted as it ended
+	s.noteCap(ctx, r.ob, r.rec, &r.ev)
 	cpu, mem := b.Usage()
 	if err := b.Destroy(); err != nil {
 		note = joinNote(note, "destroy: "+err.Error())
 	}
 	// Nothing stashed in tmp/ outlives the run (a later run reads this
 	// folder through ~/self/runs/, whatever a restore did to the store).
-	if _, err := ob.EmptyTmp(); err != nil {
+	if _, err := r.ob.EmptyTmp(); err != nil {
 		note = joinNote(note, err.Error())
 	}
-	if tmpOver.Removed > 0 {
-		note = joinNote(note, fmt.Sprintf("outbox tmp/ over its bound: %d entries (%d bytes) removed", tmpOver.Removed, tmpOver.Bytes))
+	if r.tmpOver.Removed > 0 {
+		note = joinNote(note, fmt.Sprintf("outbox tmp/ over its bound: %d entries (%d bytes) removed", r.tmpOver.Removed, r.tmpOver.Bytes))
 	}
-	<-pumps
-	<-pumps
-	tr.Close()
-	if werr != nil && exit.Code < 0 {
-		note = joinNote(note, "wait: "+werr.Error())
-	}
+	<-r.pumps
+	<-r.pumps
+	r.tr.Close()
+	r.stopGateway()
 
-	rec.ExitCode, rec.Signal = ptr(exit.Code), exit.Signal
-	ev.Exit, ev.Signal = exit.Code, exit.Signal
-	rec.Cost.CPUSeconds, rec.Cost.MemoryPeakBytes = cpu, mem
+	r.rec.ExitCode, r.rec.Signal = ptr(exit.Code), exit.Signal
+	r.ev.Exit, r.ev.Signal = exit.Code, exit.Signal
+	r.rec.Cost.CPUSeconds, r.rec.Cost.MemoryPeakBytes = cpu, mem
 	if ended == "" {
 		ended = "done"
 		if exit.Code != 0 || exit.Signal != "" {
 			ended = "error"
 		}
 	}
-	waitWrote()
-	end(ended, note)
-	s.finish(context.WithoutCancel(ctx), rec, &ev, true)
-	return rec, exit, nil
+	r.waitWrote()
+	r.endAt(ended, note)
+	s.finish(ctx, r.rec, &r.ev, true)
 }
 
 // finish attests the task, writes run.json, takes the snapshot and writes
@@ -308,164 +437,4 @@ func (s *Supervision) finish(ctx context.Context, rec *runs.Record, ev *runs.Evi
 	}
 	rec.Snapshot = s.Snapshot(ctx)
 	_ = runs.WriteRecord(s.Spec.RunDir, rec)
-}
-
-// serveActions answers everything new in the outbox; it reports whether
-// there was anything.
-func (s *Supervision) serveActions(ctx context.Context, ob *outbox.Reader, rec *runs.Record, ev *runs.Evidence) bool {
-	ents, err := ob.Poll()
-	if err != nil || len(ents) == 0 {
-		return false
-	}
-	served := ""
-	if s.Task != nil {
-		served = s.Task.ID
-	}
-	for _, e := range ents {
-		o := &outbox.Outcome{Outcome: "ok"}
-		kind := "invalid"
-		var res tms.ActionResult
-		var aerr error
-		if e.Err != nil {
-			// Unreadable (not a regular file, too large, not JSON, an
-			// unknown kind): refused and journaled as kind "invalid".
-			aerr = errs.New(errs.ErrUsage, e.Err.Error())
-			if err := s.Part.RefuseAction(ctx, rec.ID, served, e.N, tms.ActInvalid, e.Err.Error()); err != nil {
-				ev.Note = joinNote(ev.Note, fmt.Sprintf("journal refused action %d: %v", e.N, err))
-			}
-		} else {
-			kind = e.Action.Kind
-			ta, cerr := toTMS(e.N, e.Action)
-			if cerr != nil {
-				aerr = cerr
-				if err := s.Part.RefuseAction(ctx, rec.ID, served, e.N, kind, cerr.Error()); err != nil {
-					ev.Note = joinNote(ev.Note, fmt.Sprintf("journal refused action %d: %v", e.N, err))
-				}
-			} else {
-				res, aerr = s.Part.ApplyAction(ctx, rec.ID, served, ta)
-			}
-		}
-		o.Kind = kind
-		if aerr != nil {
-			o.Outcome, o.Code, o.Message = "refused", errs.Code(aerr), aerr.Error()
-			if o.Code == 0 {
-				o.Code = outbox.CodeFailed
-			}
-			for _, r := range res.Refused {
-				o.Refusals = append(o.Refusals, r.Entry+": "+r.Reason)
-			}
-			ev.RefusedActions++
-		} else {
-			o.Task, o.Gate, o.Version = res.Task, res.Gate, res.Version
-			switch kind {
-			case outbox.KindComplete:
-				ev.Report, ev.Reason, rec.Report = "complete", "", runs.Report{Status: "complete", Text: e.Action.Summary}
-			case outbox.KindFail:
-				ev.Report, ev.Reason, rec.Report = "fail", e.Action.Reason, runs.Report{Status: "fail", Text: e.Action.Reason}
-			}
-		}
-		outcome := "ok"
-		if !o.Ok() {
-			outcome = "refused: " + o.Message
-		}
-		rec.Actions = append(rec.Actions, runs.ActionRecord{N: e.N, Kind: kind, Outcome: outcome, Task: o.Task, Gate: o.Gate})
-		_ = ob.Answer(e, o)
-	}
-	if ob.Capped() {
-		_ = ob.AnswerOver() // after the answers above: the box's writer relies on it
-	}
-	_ = runs.WriteRecord(s.Spec.RunDir, rec)
-	return true
-}
-
-// boundTmp keeps the outbox's tmp/ within its bounds while the box runs;
-// the first time it removes anything it journals a refusal naming the
-// bound (once per run: a box refilling tmp/ must not flood the journal).
-func (s *Supervision) boundTmp(ctx context.Context, ob *outbox.Reader, rec *runs.Record, ev *runs.Evidence, sum *outbox.TmpBound) {
-	b, err := ob.BoundTmp()
-	if err != nil || b.Removed == 0 {
-		return
-	}
-	first := sum.Removed == 0
-	sum.Removed += b.Removed
-	sum.Bytes += b.Bytes
-	ev.RefusedActions += b.Removed
-	if !first {
-		return
-	}
-	why := fmt.Sprintf("outbox tmp/ over %d MiB or %d entries (or not a file): %d entries (%d bytes) removed", outbox.MaxTmpBytes>>20, outbox.MaxTmpEntries, b.Removed, b.Bytes)
-	served := ""
-	if s.Task != nil {
-		served = s.Task.ID
-	}
-	if err := s.Part.RefuseAction(ctx, rec.ID, served, 0, tms.ActInvalid, why); err != nil {
-		ev.Note = joinNote(ev.Note, fmt.Sprintf("journal: %v", err))
-	}
-}
-
-// noteCap records, once the run has ended, that it reached the cap of
-// outbox.MaxActions entries: one journal line and the evidence's note
-// saying how many were left unread, counted as refused.
-func (s *Supervision) noteCap(ctx context.Context, ob *outbox.Reader, rec *runs.Record, ev *runs.Evidence) {
-	if !ob.Capped() {
-		return
-	}
-	ignored := ob.Ignored()
-	why := fmt.Sprintf("over %d actions in this run: the cap was reached and %d more were ignored", outbox.MaxActions, ignored)
-	served := ""
-	if s.Task != nil {
-		served = s.Task.ID
-	}
-	if err := s.Part.RefuseAction(ctx, rec.ID, served, 0, tms.ActInvalid, why); err != nil {
-		why += fmt.Sprintf(" (journal: %v)", err)
-	}
-	ev.RefusedActions += ignored
-	ev.Note = joinNote(ev.Note, why)
-}
-
-// toTMS turns a decoded outbox action into the TMS's form.
-func toTMS(n int, a *outbox.Action) (tms.Action, error) {
-	ta := tms.Action{N: n, Kind: a.Kind, At: a.At, After: a.After, Wake: a.Wake}
-	switch a.Kind {
-	case outbox.KindComplete:
-		ta.Text = a.Summary
-	case outbox.KindFail:
-		ta.Text = a.Reason
-	case outbox.KindFile:
-		ta.Text = a.Text
-	case outbox.KindPropose:
-		ta.Text = a.What
-	case outbox.KindSet:
-		in, err := tms.DecodeSet(a.Set)
-		if err != nil {
-			return ta, err
-		}
-		v := a.Version
-		in.Version = &v
-		ta.Set = in
-	}
-	return ta, nil
-}
-
-func joinNote(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a + "; " + b
-}
-
-func ptr[T any](v T) *T { return &v }
-
-func fmtDur(d time.Duration) string {
-	if d <= 0 {
-		return ""
-	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

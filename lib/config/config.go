@@ -456,6 +456,14 @@ func ParseWorker(name, file string, data []byte) (*Worker, error) {
 		}
 	}
 	w.PassEnv = append([]string{}, f.PassEnv...)
+	if f.Network == "host" {
+		for _, e := range f.PassEnv {
+			if isKeyVariable(e) {
+				w.Warnings = append(w.Warnings, fmt.Sprintf(
+					"worker %s: pass_env hands the model key %s into a host-network box: the box holds the key itself (a gateway box never does)", name, e))
+			}
+		}
+	}
 	if w.Memory, err = sizeValue(f.Memory); err != nil {
 		return nil, bad("memory", err.Error())
 	}

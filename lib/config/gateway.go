@@ -43,6 +43,15 @@ func BuiltinProviders() map[string]Provider {
 // gateway box never gets them from pass_env (the gateway holds the key).
 var keyVariables = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY"}
 
+func isKeyVariable(e string) bool {
+	for _, k := range keyVariables {
+		if e == k {
+			return true
+		}
+	}
+	return false
+}
+
 type providerFile struct {
 	API         *string  `toml:"api"`
 	Upstream    *string  `toml:"upstream"`

@@ -153,3 +153,13 @@ func TestRenderAgentWorkerParsesBack(t *testing.T) {
 		t.Fatalf("%+v %v\n%s", w, err, data)
 	}
 }
+
+func TestHostBoxPassingAModelKeyIsWarned(t *testing.T) {
+	w, err := ParseWorker("w", "w.toml", []byte("uid = 7\ncommand = [\"/bin/sh\"]\nnetwork = \"host\"\npass_env = [\"ANTHROPIC_API_KEY\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Warnings) != 2 || !strings.Contains(w.Warnings[1], "pass_env hands the model key ANTHROPIC_API_KEY into a host-network box") {
+		t.Errorf("warnings %q", w.Warnings)
+	}
+}

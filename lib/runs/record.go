@@ -21,6 +21,11 @@ type Evidence struct {
 	Reason         string `json:"reason"`
 	RefusedActions int    `json:"refused_actions"`
 	Note           string `json:"note"`
+	// The run's gateway refusals (docs/gateway.md, "What the run record
+	// gains"): how many, and their kinds ("budget_spent", or
+	// "host_denied 2, ip_literal 1").
+	GatewayRefused  int    `json:"gateway_refused,omitempty"`
+	GatewayRefusals string `json:"gateway_refusals,omitempty"`
 }
 
 // Report is what the box said about its own work (evidence, not verdict).

@@ -123,6 +123,15 @@ func Judge(ev *runs.Evidence) string {
 				ev.Note = fmt.Sprintf("no report after %d refused action(s)", ev.RefusedActions)
 			}
 		}
+		// A worker the gateway blocked, and that gave up without a word,
+		// fails with the refusals as its reason (docs/gateway.md).
+		if ev.GatewayRefused > 0 && ev.Reason == "" {
+			calls := "calls"
+			if ev.GatewayRefused == 1 {
+				calls = "call"
+			}
+			ev.Reason = fmt.Sprintf("gateway refused %d %s (%s)", ev.GatewayRefused, calls, ev.GatewayRefusals)
+		}
 	}
 	return Failed
 }

@@ -66,19 +66,52 @@ func localMidnight(now time.Time, zone *time.Location) time.Time {
 
 // BudgetUsed sums the box time of w's proactive runs that started on now's
 // host-local day: cost.wall_seconds of ended runs, time so far of live
-// ones. Run folders are named by their (UTC) start, so older days are
-// skipped unread; unreadable records are skipped.
+// ones.
 func BudgetUsed(w home.Worker, now time.Time, zone *time.Location) (time.Duration, error) {
+	var used time.Duration
+	err := proactiveToday(w, now, zone, func(r *runs.Record) {
+		if r.EndedAt == nil {
+			if d := now.Sub(r.StartedAt); d > 0 {
+				used += d
+			}
+			return
+		}
+		used += time.Duration(r.Cost.WallSeconds * float64(time.Second))
+	})
+	return used, err
+}
+
+// ModelUsed sums the model usage the gateway measured for w's proactive
+// runs that started on now's host-local day, but run except (the one
+// asking: its gateway counts its own): input+output tokens, and priced
+// spend in USD.
+func ModelUsed(w home.Worker, now time.Time, zone *time.Location, except string) (tokens int64, usd float64, err error) {
+	err = proactiveToday(w, now, zone, func(r *runs.Record) {
+		if r.ID == except {
+			return
+		}
+		tokens += r.Cost.InputTokens + r.Cost.OutputTokens
+		if r.Cost.USD != nil {
+			usd += *r.Cost.USD
+		}
+	})
+	return tokens, usd, err
+}
+
+// proactiveToday calls fn with the record of each of w's proactive runs
+// that started on now's host-local day. Run folders are named by their
+// (UTC) start, so older days are skipped unread; unreadable records are
+// skipped.
+func proactiveToday(w home.Worker, now time.Time, zone *time.Location, fn func(r *runs.Record)) error {
 	start := localMidnight(now, zone)
 	end := start.AddDate(0, 0, 1)
 	ents, err := os.ReadDir(w.Runs())
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
+		return nil
 	}
 	if err != nil {
-		return 0, err
+		return err
 	}
-	var used time.Duration
 	for _, e := range ents {
 		rt, err := home.RunTime(e.Name())
 		if err != nil || rt.Before(start.Add(-time.Hour)) || !rt.Before(end) {
@@ -88,15 +121,9 @@ func BudgetUsed(w home.Worker, now time.Time, zone *time.Location) (time.Duratio
 		if err != nil || r.Standing != Proactive || r.StartedAt.Before(start) || !r.StartedAt.Before(end) {
 			continue
 		}
-		if r.EndedAt == nil {
-			if d := now.Sub(r.StartedAt); d > 0 {
-				used += d
-			}
-			continue
-		}
-		used += time.Duration(r.Cost.WallSeconds * float64(time.Second))
+		fn(r)
 	}
-	return used, nil
+	return nil
 }
 
 // BudgetState is the partition's proactive budget at now.

@@ -1,0 +1,258 @@
+// Command gwbench measures a run's gateway against the same local
+// upstream called directly, side by side in one run (bench/gateway.sh):
+// the latency a model call gains (median, p99), the time to the first
+// streamed byte, small requests per second through one gateway, and the
+// memory one gateway needs for 100 open tunnels. Everything is on
+// loopback; it prints figures and ratios, never a verdict.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/roster-sh/roster/lib/gateway"
+)
+
+func main() {
+	n := flag.Int("n", 2000, "model calls per side for the latency figures")
+	dur := flag.Duration("for", 3*time.Second, "how long the throughput run lasts")
+	conc := flag.Int("c", 32, "concurrent clients in the throughput run")
+	flag.Parse()
+
+	up := upstream()
+	dir, _ := os.MkdirTemp("", "gwbench-")
+	defer os.RemoveAll(dir)
+	os.WriteFile(filepath.Join(dir, "key"), []byte("sk-bench-key\n"), 0o600)
+	echo := echoServer()
+	g, err := gateway.New(gateway.Config{
+		Worker: "bench", Run: "bench",
+		Providers: map[string]gateway.Provider{"anthropic": {Name: "anthropic", Style: gateway.StyleAnthropic,
+			Upstream: "http://" + up, Credentials: []string{"file:" + filepath.Join(dir, "key")}, KeyEnv: "ANTHROPIC_API_KEY", BaseEnv: "ANTHROPIC_BASE_URL"}},
+		Granted: []string{"anthropic"},
+		Allow:   []string{echo},
+		Ledger:  filepath.Join(dir, "gateway.jsonl"),
+	})
+	if err != nil {
+		fail(err)
+	}
+	sock := filepath.Join(dir, "gw.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		fail(err)
+	}
+	go g.Serve(l)
+	defer g.Close()
+	// the in-box relay's hop is part of the path a box's client takes
+	relay := relayTo(sock)
+
+	direct := client(nil)
+	via := client(nil)
+	body := `{"model":"claude-bench","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}`
+	call := func(c *http.Client, base string, stream bool) (time.Duration, time.Duration) {
+		b := body
+		if stream {
+			b = strings.Replace(body, "{", `{"stream":true,`, 1)
+		}
+		req, _ := http.NewRequest("POST", base+"/v1/messages", strings.NewReader(b))
+		req.Header.Set("x-api-key", "sk-bench-key")
+		req.Header.Set("content-type", "application/json")
+		t0 := time.Now()
+		resp, err := c.Do(req)
+		if err != nil {
+			fail(err)
+		}
+		br := bufio.NewReader(resp.Body)
+		if _, err := br.ReadByte(); err != nil {
+			fail(fmt.Errorf("first byte: %v", err))
+		}
+		first := time.Since(t0)
+		io.Copy(io.Discard, br)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			fail(fmt.Errorf("status %d", resp.StatusCode))
+		}
+		return time.Since(t0), first
+	}
+	dBase, vBase := "http://"+up, "http://"+relay+"/anthropic"
+	for i := 0; i < 200; i++ { // warm both paths
+		call(direct, dBase, false)
+		call(via, vBase, false)
+	}
+	var dl, vl, dfirst, vfirst []time.Duration
+	for i := 0; i < *n; i++ { // interleaved, so noise hits both alike
+		a, _ := call(direct, dBase, false)
+		b, _ := call(via, vBase, false)
+		dl, vl = append(dl, a), append(vl, b)
+	}
+	for i := 0; i < *n/4; i++ {
+		_, a := call(direct, dBase, true)
+		_, b := call(via, vBase, true)
+		dfirst, vfirst = append(dfirst, a), append(vfirst, b)
+	}
+	md, mv := pct(dl, 50), pct(vl, 50)
+	pd, pv := pct(dl, 99), pct(vl, 99)
+	fmt.Printf("model call (JSON, %d each, interleaved)\n", *n)
+	fmt.Printf("  direct      median %8s  p99 %8s\n", us(md), us(pd))
+	fmt.Printf("  via gateway median %8s  p99 %8s\n", us(mv), us(pv))
+	fmt.Printf("  added       median %8s  p99 %8s   (targets <= 1ms, <= 5ms)   ratio %.2fx\n", us(mv-md), us(pv-pd), float64(mv)/float64(md))
+	fd, fv := pct(dfirst, 50), pct(vfirst, 50)
+	fmt.Printf("first streamed byte (SSE)  direct %s  via gateway %s  added %s (target within 2ms)\n", us(fd), us(fv), us(fv-fd))
+
+	for _, side := range []struct {
+		name, base string
+	}{{"direct", dBase}, {"via gateway", vBase}} {
+		var count atomic.Int64
+		ctx, cancel := context.WithTimeout(context.Background(), *dur)
+		var wg sync.WaitGroup
+		for i := 0; i < *conc; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := client(nil)
+				for ctx.Err() == nil {
+					call(c, side.base, false)
+					count.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		cancel()
+		fmt.Printf("throughput %-11s %7.0f requests/s (%d clients, %s)\n", side.name, float64(count.Load())/dur.Seconds(), *conc, *dur)
+	}
+
+	// 100 open tunnels: the gateway's heap and the process's RSS
+	runtime.GC()
+	before := rss()
+	var conns []net.Conn
+	for i := 0; i < 100; i++ {
+		c, err := net.Dial("tcp", relay)
+		if err != nil {
+			fail(err)
+		}
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", echo, echo)
+		br := bufio.NewReader(c)
+		line, _ := br.ReadString('\n')
+		if !strings.Contains(line, " 200") {
+			fail(fmt.Errorf("CONNECT: %q", line))
+		}
+		for {
+			l, _ := br.ReadString('\n')
+			if l == "\r\n" || l == "" {
+				break
+			}
+		}
+		c.Write([]byte("ping\n"))
+		br.ReadString('\n')
+		conns = append(conns, c)
+	}
+	runtime.GC()
+	after := rss()
+	fmt.Printf("100 open tunnels: RSS of this process (gateway, relay and clients together) %.1f MB, %.1f MB more than before them (target: supervisor <= 30 MB)\n", float64(after)/1e6, float64(after-before)/1e6)
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+func client(_ *int) *http.Client {
+	return &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64, DisableCompression: true}}
+}
+
+// upstream is a fake model API: a small JSON answer, or a short stream.
+func upstream() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fail(err)
+	}
+	go http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(b), `"stream":true`) {
+			w.Header().Set("content-type", "text/event-stream")
+			io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-bench\",\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n")
+			w.(http.Flusher).Flush()
+			io.WriteString(w, "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":1}}\n\n")
+			return
+		}
+		w.Header().Set("content-type", "application/json")
+		io.WriteString(w, `{"id":"msg_b","type":"message","model":"claude-bench","content":[{"type":"text","text":"."}],"usage":{"input_tokens":5,"output_tokens":1}}`)
+	}))
+	return l.Addr().String()
+}
+
+// echoServer is a granted TCP target for tunnels: it echoes lines.
+func echoServer() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fail(err)
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c); c.Close() }()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// relayTo is the in-box relay (a TCP port copied to the gateway socket),
+// as pid 1 runs it.
+func relayTo(sock string) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fail(err)
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				u, err := net.Dial("unix", sock)
+				if err != nil {
+					return
+				}
+				defer u.Close()
+				go func() { io.Copy(u, c); u.(*net.UnixConn).CloseWrite() }()
+				io.Copy(c, u)
+			}()
+		}
+	}()
+	return l.Addr().String()
+}
+
+func pct(d []time.Duration, p int) time.Duration {
+	s := append([]time.Duration{}, d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[(len(s)-1)*p/100]
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.0fµs", float64(d)/1e3) }
+
+func rss() int64 {
+	data, _ := os.ReadFile("/proc/self/statm")
+	var size, res int64
+	fmt.Sscan(string(data), &size, &res)
+	return res * int64(os.Getpagesize())
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "gwbench:", err)
+	os.Exit(1)
+}

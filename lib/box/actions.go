@@ -1,0 +1,173 @@
+package box
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/outbox"
+	"github.com/roster-sh/roster/lib/runs"
+	"github.com/roster-sh/roster/lib/tms"
+)
+
+// serveActions answers everything new in the outbox; it reports whether
+// there was anything.
+func (s *Supervision) serveActions(ctx context.Context, ob *outbox.Reader, rec *runs.Record, ev *runs.Evidence) bool {
+	ents, err := ob.Poll()
+	if err != nil || len(ents) == 0 {
+		return false
+	}
+	served := ""
+	if s.Task != nil {
+		served = s.Task.ID
+	}
+	for _, e := range ents {
+		o := &outbox.Outcome{Outcome: "ok"}
+		kind := "invalid"
+		var res tms.ActionResult
+		var aerr error
+		if e.Err != nil {
+			// Unreadable (not a regular file, too large, not JSON, an
+			// unknown kind): refused and journaled as kind "invalid".
+			aerr = errs.New(errs.ErrUsage, e.Err.Error())
+			if err := s.Part.RefuseAction(ctx, rec.ID, served, e.N, tms.ActInvalid, e.Err.Error()); err != nil {
+				ev.Note = joinNote(ev.Note, fmt.Sprintf("journal refused action %d: %v", e.N, err))
+			}
+		} else {
+			kind = e.Action.Kind
+			ta, cerr := toTMS(e.N, e.Action)
+			if cerr != nil {
+				aerr = cerr
+				if err := s.Part.RefuseAction(ctx, rec.ID, served, e.N, kind, cerr.Error()); err != nil {
+					ev.Note = joinNote(ev.Note, fmt.Sprintf("journal refused action %d: %v", e.N, err))
+				}
+			} else {
+				res, aerr = s.Part.ApplyAction(ctx, rec.ID, served, ta)
+			}
+		}
+		o.Kind = kind
+		if aerr != nil {
+			o.Outcome, o.Code, o.Message = "refused", errs.Code(aerr), aerr.Error()
+			if o.Code == 0 {
+				o.Code = outbox.CodeFailed
+			}
+			for _, r := range res.Refused {
+				o.Refusals = append(o.Refusals, r.Entry+": "+r.Reason)
+			}
+			ev.RefusedActions++
+		} else {
+			o.Task, o.Gate, o.Version = res.Task, res.Gate, res.Version
+			switch kind {
+			case outbox.KindComplete:
+				ev.Report, ev.Reason, rec.Report = "complete", "", runs.Report{Status: "complete", Text: e.Action.Summary}
+			case outbox.KindFail:
+				ev.Report, ev.Reason, rec.Report = "fail", e.Action.Reason, runs.Report{Status: "fail", Text: e.Action.Reason}
+			}
+		}
+		outcome := "ok"
+		if !o.Ok() {
+			outcome = "refused: " + o.Message
+		}
+		rec.Actions = append(rec.Actions, runs.ActionRecord{N: e.N, Kind: kind, Outcome: outcome, Task: o.Task, Gate: o.Gate})
+		_ = ob.Answer(e, o)
+	}
+	if ob.Capped() {
+		_ = ob.AnswerOver() // after the answers above: the box's writer relies on it
+	}
+	_ = runs.WriteRecord(s.Spec.RunDir, rec)
+	return true
+}
+
+// boundTmp keeps the outbox's tmp/ within its bounds while the box runs;
+// the first time it removes anything it journals a refusal naming the
+// bound (once per run: a box refilling tmp/ must not flood the journal).
+func (s *Supervision) boundTmp(ctx context.Context, ob *outbox.Reader, rec *runs.Record, ev *runs.Evidence, sum *outbox.TmpBound) {
+	b, err := ob.BoundTmp()
+	if err != nil || b.Removed == 0 {
+		return
+	}
+	first := sum.Removed == 0
+	sum.Removed += b.Removed
+	sum.Bytes += b.Bytes
+	ev.RefusedActions += b.Removed
+	if !first {
+		return
+	}
+	why := fmt.Sprintf("outbox tmp/ over %d MiB or %d entries (or not a file): %d entries (%d bytes) removed", outbox.MaxTmpBytes>>20, outbox.MaxTmpEntries, b.Removed, b.Bytes)
+	served := ""
+	if s.Task != nil {
+		served = s.Task.ID
+	}
+	if err := s.Part.RefuseAction(ctx, rec.ID, served, 0, tms.ActInvalid, why); err != nil {
+		ev.Note = joinNote(ev.Note, fmt.Sprintf("journal: %v", err))
+	}
+}
+
+// noteCap records, once the run has ended, that it reached the cap of
+// outbox.MaxActions entries: one journal line and the evidence's note
+// saying how many were left unread, counted as refused.
+func (s *Supervision) noteCap(ctx context.Context, ob *outbox.Reader, rec *runs.Record, ev *runs.Evidence) {
+	if !ob.Capped() {
+		return
+	}
+	ignored := ob.Ignored()
+	why := fmt.Sprintf("over %d actions in this run: the cap was reached and %d more were ignored", outbox.MaxActions, ignored)
+	served := ""
+	if s.Task != nil {
+		served = s.Task.ID
+	}
+	if err := s.Part.RefuseAction(ctx, rec.ID, served, 0, tms.ActInvalid, why); err != nil {
+		why += fmt.Sprintf(" (journal: %v)", err)
+	}
+	ev.RefusedActions += ignored
+	ev.Note = joinNote(ev.Note, why)
+}
+
+// toTMS turns a decoded outbox action into the TMS's form.
+func toTMS(n int, a *outbox.Action) (tms.Action, error) {
+	ta := tms.Action{N: n, Kind: a.Kind, At: a.At, After: a.After, Wake: a.Wake}
+	switch a.Kind {
+	case outbox.KindComplete:
+		ta.Text = a.Summary
+	case outbox.KindFail:
+		ta.Text = a.Reason
+	case outbox.KindFile:
+		ta.Text = a.Text
+	case outbox.KindPropose:
+		ta.Text = a.What
+	case outbox.KindSet:
+		in, err := tms.DecodeSet(a.Set)
+		if err != nil {
+			return ta, err
+		}
+		v := a.Version
+		in.Version = &v
+		ta.Set = in
+	}
+	return ta, nil
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func fmtDur(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

@@ -1,0 +1,122 @@
+package box
+
+import (
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/gateway"
+	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/runs"
+	"github.com/roster-sh/roster/lib/tms"
+)
+
+// gatewayProviders is the org's providers in the gateway's terms.
+func gatewayProviders(org *config.Org) map[string]gateway.Provider {
+	ps := map[string]gateway.Provider{}
+	for n, p := range org.Gateway.Providers {
+		ps[n] = gateway.Provider{Name: n, Style: p.API, Upstream: p.Upstream,
+			Credentials: append([]string{}, p.Credentials...), KeyEnv: p.KeyEnv, BaseEnv: p.BaseEnv}
+	}
+	return ps
+}
+
+// runGateway is what a gateway box's run needs: the gateway's maker for
+// the supervisor and the provider variables for the box (each granted
+// provider's base URL at its route, and a placeholder key shaped like the
+// credential it stands for).
+func runGateway(h home.Home, spec *config.Worker, org *config.Org, s *Spec, task *tms.Task, now time.Time) (func() (Gateway, error), []string) {
+	providers := gatewayProviders(org)
+	creds := gateway.Creds{VaultDir: h.Vault()}
+	var env []string
+	granted := append([]string{}, spec.Gateway.Providers...)
+	sort.Strings(granted)
+	for _, n := range granted {
+		p, ok := providers[n]
+		if !ok {
+			continue // CheckWorkerWithOrg refused it already
+		}
+		c, err := gateway.Lookup(p, creds, now)
+		env = append(env, p.BaseEnv+"="+gateway.BoxBaseURL(p, BoxGatewayURL),
+			p.KeyEnv+"="+gateway.Placeholder(p, err == nil && c.OAuth))
+	}
+	cfg := gateway.Config{
+		Worker: spec.Name, Providers: providers, Granted: granted,
+		Allow: spec.Gateway.Allow, Prices: gatewayPrices(org), Creds: creds,
+	}
+	proactive := task != nil && task.Standing == tms.Proactive
+	if proactive && (org.Budget.Tokens > 0 || org.Budget.USD > 0) {
+		cfg.Budget = &gateway.Budget{Tokens: org.Budget.Tokens, USD: org.Budget.USD}
+	}
+	make := func() (Gateway, error) {
+		cfg.Run, cfg.Ledger = s.Run, runs.GatewayLedger(s.RunDir) // the run's final id
+		if cfg.Budget != nil {
+			tokens, usd, err := tms.ModelUsed(h.Worker(spec.Name), now, org.Zone(), s.Run)
+			if err != nil {
+				return nil, fmt.Errorf("the day's model usage: %w", err)
+			}
+			cfg.Budget.SpentTokens, cfg.Budget.SpentUSD = tokens, usd
+		}
+		g, err := gateway.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &served{g}, nil
+	}
+	return make, env
+}
+
+func gatewayPrices(org *config.Org) map[string]gateway.Price {
+	ps := map[string]gateway.Price{}
+	for m, p := range org.Gateway.Prices {
+		ps[m] = gateway.Price(p)
+	}
+	return ps
+}
+
+// served adapts a gateway.Gateway to what the supervisor uses.
+type served struct{ g *gateway.Gateway }
+
+func (s *served) Serve(l net.Listener) error { return s.g.Serve(l) }
+func (s *served) Close() error               { return s.g.Close() }
+
+// Report puts the gateway's figures into run.json (cost, gateway) and its
+// refusals into the evidence the attestation reads.
+func (s *served) Report(rec *runs.Record, ev *runs.Evidence) {
+	sum, u := s.g.Summary()
+	rec.Gateway = &sum
+	rec.Cost.ModelCalls = u.ModelCalls
+	rec.Cost.InputTokens, rec.Cost.OutputTokens = u.InputTokens, u.OutputTokens
+	rec.Cost.CacheReadTokens, rec.Cost.CacheWriteTokens = u.CacheReadTokens, u.CacheWriteTokens
+	rec.Cost.USD = u.USD
+	if sum.Refused > 0 {
+		ev.GatewayRefused = sum.Refused
+		ev.GatewayRefusals = refusalKinds(sum.Refusals)
+	}
+}
+
+// refusalKinds is "budget_spent" or "host_denied 2, ip_literal 1": the
+// kinds a run was refused, most first.
+func refusalKinds(m map[string]int) string {
+	kinds := make([]string, 0, len(m))
+	for k := range m {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool {
+		if m[kinds[i]] != m[kinds[j]] {
+			return m[kinds[i]] > m[kinds[j]]
+		}
+		return kinds[i] < kinds[j]
+	})
+	if len(kinds) == 1 {
+		return kinds[0]
+	}
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,197 @@
+package box
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/suite"
+	"github.com/roster-sh/roster/lib/tms"
+)
+
+// Request is one `roster-box run` as asked: a dispatched run (Task and
+// Run, both set) or an ad-hoc one (the rest).
+type Request struct {
+	Home      home.Home
+	Worker    string
+	Task, Run string // dispatched: the claimed task and the run it is claimed for
+
+	Ceiling *time.Duration // ad hoc: the wall-clock limit (nil: org.toml's adhoc)
+	Channel *string        // ad hoc: the channel whose store to mount
+	Clean   bool           // ad hoc: no channel store, no task or schedule in the briefing
+	Command []string       // ad hoc: instead of the spec's command
+}
+
+// Dispatched reports whether r is the dispatcher's run of a claimed task.
+func (r Request) Dispatched() bool { return r.Task != "" || r.Run != "" }
+
+// NewRunID makes an ad-hoc run's id (a variable: tests make it clash).
+var NewRunID = home.NewRunID
+
+// Prepare resolves r into the supervision of one run: the worker's spec
+// and the org's settings (checked against each other), the task, the run
+// id, the ceiling, the channel store (made if missing, owned by the box
+// user), the suite's tools, the gateway, the briefing's input and the
+// snapshot step. It creates nothing else: the run folder is the caller's
+// to make (CreateRunDir), last.
+func Prepare(ctx context.Context, r Request) (*Supervision, error) {
+	h := r.Home
+	spec, err := config.LoadWorker(h, r.Worker)
+	if err != nil {
+		return nil, err
+	}
+	org, err := config.LoadOrg(h)
+	if err != nil {
+		return nil, err
+	}
+	if err := config.CheckWorkerWithOrg(spec, org); err != nil {
+		return nil, err
+	}
+	part, err := tms.Open(h, r.Worker, tms.Options{Org: org, Worker: spec})
+	if err != nil {
+		return nil, err
+	}
+	w := h.Worker(r.Worker)
+	sup := &Supervision{Part: part, Idle: spec.Idle, Kind: "adhoc"}
+	run, channel := r.Run, ""
+	if r.Channel != nil {
+		channel = *r.Channel
+	}
+	if r.Dispatched() {
+		t, err := part.Get(ctx, r.Task)
+		if errors.Is(err, errs.ErrNotFound) {
+			t, err = part.Show(ctx, r.Task) // finished meanwhile: recorded canceled
+		}
+		if err != nil {
+			return nil, err
+		}
+		sup.Task = &t
+		channel, sup.Kind = t.Channel, t.Kind
+		sup.Ceiling = part.CeilingOf(sup.Task)
+	} else {
+		run = NewRunID(time.Now())
+		sup.Ceiling = org.Ceiling("adhoc")
+		if r.Ceiling != nil {
+			sup.Ceiling = *r.Ceiling
+		}
+	}
+	s := &Spec{
+		Worker: r.Worker, Run: run, Channel: channel,
+		UID: spec.UID, Command: spec.Command, Rootfs: spec.Rootfs, Network: spec.Network,
+		Memory: spec.Memory, Pids: spec.Pids, CPUs: spec.CPUs,
+		Store: w.Store(), Locks: w.Locks(), View: w.View(), Runs: w.Runs(), RunDir: w.Run(run),
+		Tools: map[string]string{},
+	}
+	sup.Spec = s
+	if sup.Task != nil {
+		s.Task = sup.Task.ID
+	}
+	if len(r.Command) > 0 {
+		s.Command = r.Command
+	}
+	if s.Network == "gateway" {
+		var genv []string
+		sup.Gateway, genv = runGateway(h, spec, org, s, sup.Task, time.Now())
+		s.Env = append(s.Env, genv...)
+	}
+	passEnv := spec.PassEnv
+	if !r.Dispatched() {
+		passEnv = append(passEnv, "TERM") // ad-hoc runs have a terminal
+	}
+	for _, name := range passEnv {
+		if v, ok := os.LookupEnv(name); ok {
+			s.Env = append(s.Env, name+"="+v)
+		}
+	}
+	for _, cn := range spec.Connections {
+		s.Connections = append(s.Connections, Connection{Name: cn.Name, Path: cn.Path, At: cn.At, Mode: cn.Mode})
+	}
+	if channel != "" {
+		if s.ChannelStore, err = channelStore(w, channel, spec.UID); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range []string{"roster-task", "roster-lock"} {
+		if p, err := suite.Find(t); err == nil {
+			s.Tools[t] = p
+		}
+	}
+	sup.Briefing = BriefingInput{Worker: r.Worker, Role: spec.Role, Run: run, Task: sup.Task, Channel: channel, Clean: r.Clean, Now: time.Now()}
+	if !r.Clean {
+		if f, err := part.Read(ctx); err == nil {
+			sup.Briefing.Schedule = f
+		}
+	}
+	if snap, err := suite.Find("roster-snap"); err == nil {
+		sup.Snapshot = func(ctx context.Context) string { return snapshot(ctx, snap, h, r.Worker, s.Run) }
+	}
+	return sup, nil
+}
+
+// Rename gives an ad-hoc run a new id (its first clashed with an existing
+// run folder).
+func (s *Supervision) Rename(run string) {
+	s.Spec.Run, s.Spec.RunDir, s.Briefing.Run = run, s.Part.W.Run(run), run
+}
+
+// channelStore returns the channel's store, creating it owned by the box
+// user (chown through the new descriptor, never a path).
+func channelStore(w home.Worker, channel string, uid int) (string, error) {
+	dir, err := w.ChannelStore(channel)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(w.ChannelStores(), 0o700); err != nil {
+		return "", err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if os.IsExist(err) {
+			return dir, nil
+		}
+		return "", err
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(fd)
+	return dir, unix.Fchown(fd, uid, uid)
+}
+
+// snapshot runs `roster-snap take W --run RUN` and says what run.json
+// records: the new id, "unchanged", "store busy", "snapshots unavailable".
+func snapshot(ctx context.Context, prog string, h home.Home, worker, run string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, prog, "take", worker, "--run", run, "--home", h.Dir)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		if id := strings.TrimSpace(out.String()); id != "" {
+			return id
+		}
+		return "unchanged"
+	case errors.As(err, &ee) && ee.ExitCode() == errs.ExitBusy:
+		return "store busy"
+	}
+	msg := strings.TrimSpace(stderr.String())
+	if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
+		msg = msg[i+1:]
+	}
+	if msg == "" {
+		msg = err.Error()
+	}
+	return "failed: " + msg
+}
