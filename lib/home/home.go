@@ -50,7 +50,6 @@ func (h Home) WorkersDir() string { return filepath.Join(h.Dir, "workers") }
 func (h Home) SpecFile(w string) string {
 	return filepath.Join(h.Dir, "workers", w+".toml")
 }
-func (h Home) Vault() string        { return filepath.Join(h.Dir, "vault") }
 func (h Home) Data() string         { return filepath.Join(h.Dir, "data") }
 func (h Home) DataWorkers() string  { return filepath.Join(h.Dir, "data", "workers") }
 func (h Home) DispatchLock() string { return filepath.Join(h.Dir, "data", "dispatch.lock") }
