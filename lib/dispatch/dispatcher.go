@@ -46,6 +46,7 @@ type Dispatcher struct {
 	org       *config.Org
 	bad       map[string]string // worker (or "org.toml") -> the error logged once
 	held      string            // the hold logged as started, "" when none
+	credHeld  map[string]string // worker -> its credential hold logged as started (credhold.go)
 	rr        int               // round-robin start
 	kick      chan struct{}     // a child exited, a job finished: look again
 	children  sync.Map          // run id -> worker while our `roster-box run` child lives

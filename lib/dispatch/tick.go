@@ -25,6 +25,9 @@ type TickReport struct {
 	Live    int       // claimed tasks (live boxes) across all workers after the tick
 	Held    string    // why dispatch holds, "" when it does not
 	Next    time.Time // the earliest future template activation or scheduled_at
+	// Workers held for want of a model credential, and why (credhold.go);
+	// their claimable tasks are not counted in Waiting.
+	WorkerHolds map[string]string
 }
 
 // Idle reports whether nothing is claimable now and no box is live.
@@ -147,6 +150,9 @@ func (d *Dispatcher) Tick(ctx context.Context) *TickReport {
 	}
 
 	rep.Held = held
+	if rep.Held == "" {
+		ready, rep.WorkerHolds = d.holdWorkers(org, ready)
+	}
 	if rep.Held == "" && len(ready) > 0 {
 		rep.Started = d.claimRoundRobin(ctx, ready, d.cap(org)-total)
 		total += len(rep.Started)
