@@ -29,7 +29,7 @@ func (c *PsCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if c.JSON {
 		for _, b := range live {
 			if err := cli.JSONLine(env.Stdout, map[string]any{"run": b.Run, "worker": b.Worker, "task": b.Task,
-				"since": b.Since, "pid": b.PID, "container": b.Container}); err != nil {
+				"since": b.Since, "pid": b.PID, "container": b.Container, "state": box.Phase(h, b)}); err != nil {
 				return err
 			}
 		}
@@ -41,9 +41,9 @@ func (c *PsCmd) Run(g *cli.Globals, env *cli.Env) error {
 		if task == "" {
 			task = "(ad hoc)"
 		}
-		rows = append(rows, []string{b.Run, b.Worker, task, b.Since.Local().Format("2006-01-02 15:04:05"), strconv.Itoa(b.PID)})
+		rows = append(rows, []string{b.Run, b.Worker, task, box.Phase(h, b), b.Since.Local().Format("2006-01-02 15:04:05"), strconv.Itoa(b.PID)})
 	}
-	return cli.Table(env.Stdout, []string{"RUN", "WORKER", "TASK", "SINCE", "PID"}, rows)
+	return cli.Table(env.Stdout, []string{"RUN", "WORKER", "TASK", "STATE", "SINCE", "PID"}, rows)
 }
 
 // KillCmd is `roster-box kill`.

@@ -592,3 +592,48 @@ func TestSecondDispatcherExits11AndSIGTERMLeavesBoxes(t *testing.T) {
 		t.Fatalf("log --follow printed %q", follow.String())
 	}
 }
+
+// TestFinishingSupervisorLeavesItsCapSlot: the cap counts boxes, not
+// supervisors. While one worker's supervisor is finishing (its box ended,
+// its post-run snapshot waiting for the store lock), another worker's
+// task starts and runs under cap = 1.
+func TestFinishingSupervisorLeavesItsCapSlot(t *testing.T) {
+	e := newEnv(t, "[dispatch]\ncap = 1\n")
+	e.worker("first", `echo x > ~/store/x; roster-task complete`)
+	e.worker("second", `roster-task complete`)
+	// Hold first's store lock shared: its box may mount (shared), its
+	// snapshot (exclusive) waits until the lock is released.
+	lk, err := os.Open(filepath.Join(e.h.Worker("first").Locks(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Close()
+	if err := syscall.Flock(int(lk.Fd()), syscall.LOCK_SH); err != nil {
+		t.Fatal(err)
+	}
+	d := e.start()
+	a := e.add("first", "one")
+	eventually(t, "first's task attested while its snapshot waits", func() bool {
+		return e.events("first", tms.EvCompleted, a) == 1
+	})
+	if e.live() != 1 {
+		t.Fatalf("%d live supervisors, want first's, finishing", e.live())
+	}
+	b := e.add("second", "two")
+	eventually(t, "second's task to run while first's supervisor finishes", func() bool {
+		return e.events("second", tms.EvCompleted, b) == 1
+	})
+	r := e.runOf("first", a)
+	if r.EndedAt == nil || r.Snapshot != "" {
+		t.Fatalf("first's run is not finishing: ended %v snapshot %q", r.EndedAt, r.Snapshot)
+	}
+	syscall.Flock(int(lk.Fd()), syscall.LOCK_UN)
+	eventually(t, "first's snapshot after the lock is released", func() bool {
+		r := e.runOf("first", a)
+		return home.IsSnapshotID(r.Snapshot) && r.Cost.SnapshotSeconds > 0
+	})
+	d.c.Process.Signal(syscall.SIGTERM)
+	if code := d.wait(t, time.Minute); code != 0 {
+		t.Fatalf("exit %d\n%s", code, d.logText())
+	}
+}

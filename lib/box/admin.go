@@ -71,6 +71,27 @@ func Live(h home.Home) ([]runs.BoxInfo, error) {
 	return all, nil
 }
 
+// The phases of a live supervisor, as `roster-box ps` shows them: only a
+// running one has a container.
+const (
+	PhaseStarting  = "starting"  // no container yet (briefing, mounts, the store lock)
+	PhaseRunning   = "running"   // its container is up
+	PhaseFinishing = "finishing" // the box has ended: attesting, snapshotting, recording
+)
+
+// Phase tells what b's (live) supervisor is doing: running while its
+// container is up; finishing once the container is gone and run.json has
+// the run's end (written before the post-run snapshot); starting before.
+func Phase(h home.Home, b runs.BoxInfo) string {
+	if Running(b.Run) {
+		return PhaseRunning
+	}
+	if r, err := runs.ReadRecord(h.Worker(b.Worker).Run(b.Run)); err == nil && r.EndedAt != nil {
+		return PhaseFinishing
+	}
+	return PhaseStarting
+}
+
 // Kill asks run's supervisor to end its box now (SIGTERM; the supervisor
 // kills the container and records the run as ended "error", note
 // "killed"). With wait > 0 it waits that long for the supervisor to exit.

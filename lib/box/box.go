@@ -39,6 +39,7 @@ type Box struct {
 	c       *libcontainer.Container
 	p       *libcontainer.Process
 	Started time.Time
+	Exited  time.Time // when Wait saw pid 1 end: Exited - Started is the box's wall time
 	status  *os.File // read end of pid 1's status pipe: how the command ended
 	// Console is the master side of the box's terminal (Stdio.Terminal);
 	// the caller reads the box's output from it, writes its input to it,
@@ -220,6 +221,7 @@ type Exit struct {
 // Wait waits for pid 1 to end.
 func (b *Box) Wait() (Exit, error) {
 	st, err := b.p.Wait()
+	b.Exited = time.Now()
 	sig := b.readStatus()
 	if st == nil {
 		return Exit{Code: -1}, err

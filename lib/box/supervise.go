@@ -403,6 +403,7 @@ func (s *Supervision) end(ctx context.Context, r *supervised, b *Box, ended, not
 	}
 	r.waitWrote()
 	r.endAt(ended, note)
+	r.rec.Cost.WallSeconds = b.Exited.Sub(b.Started).Seconds() // the box's time, not the supervisor's
 	s.finish(ctx, r.rec, &r.ev, true)
 }
 
@@ -435,6 +436,8 @@ func (s *Supervision) finish(ctx context.Context, rec *runs.Record, ev *runs.Evi
 	if err := runs.WriteRecord(s.Spec.RunDir, rec); err != nil {
 		return
 	}
+	took := time.Now()
 	rec.Snapshot = s.Snapshot(ctx)
+	rec.Cost.SnapshotSeconds = time.Since(took).Seconds()
 	_ = runs.WriteRecord(s.Spec.RunDir, rec)
 }

@@ -35,8 +35,11 @@ type Report struct {
 }
 
 // Cost is what a run used, read from its cgroup before Destroy.
+// WallSeconds is the box's time, from its container's start to its
+// command's end; the post-run snapshot's time is SnapshotSeconds, apart.
 type Cost struct {
 	WallSeconds     float64 `json:"wall_seconds"`
+	SnapshotSeconds float64 `json:"snapshot_seconds,omitempty"`
 	CPUSeconds      float64 `json:"cpu_seconds"`
 	MemoryPeakBytes uint64  `json:"memory_peak_bytes"`
 
