@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ func main() {
 	n := flag.Int("n", 2000, "model calls per side for the latency figures")
 	dur := flag.Duration("for", 3*time.Second, "how long the throughput run lasts")
 	conc := flag.Int("c", 32, "concurrent clients in the throughput run")
+	prof := flag.String("cpuprofile", "", "write a CPU profile of the throughput run here")
 	flag.Parse()
 
 	up := upstream()
@@ -114,6 +116,14 @@ func main() {
 	for _, side := range []struct {
 		name, base string
 	}{{"direct", dBase}, {"via gateway", vBase}} {
+		if *prof != "" && side.name != "direct" {
+			f, err := os.Create(*prof)
+			if err != nil {
+				fail(err)
+			}
+			pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
 		var count atomic.Int64
 		ctx, cancel := context.WithTimeout(context.Background(), *dur)
 		var wg sync.WaitGroup
