@@ -1,15 +1,20 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkModelCall compares a non-streamed model call through the
@@ -54,15 +59,46 @@ func BenchmarkModelCall(b *testing.B) {
 		}
 	}
 	b.Run("direct", func(b *testing.B) {
+		var lat latencies
 		for b.Loop() {
+			t0 := time.Now()
 			call(b, direct, up.srv.URL+"/v1/messages", realKey)
+			lat = append(lat, time.Since(t0))
 		}
+		lat.report(b)
 	})
 	b.Run("gateway", func(b *testing.B) {
+		var lat latencies
 		for b.Loop() {
+			t0 := time.Now()
 			call(b, viaGateway, "http://gateway/anthropic/v1/messages", "placeholder")
+			lat = append(lat, time.Since(t0))
 		}
+		lat.report(b)
 	})
+	// Time to the first streamed byte.
+	first := func(b *testing.B, cl *http.Client, url, key string) {
+		var lat latencies
+		for b.Loop() {
+			req, _ := http.NewRequest("POST", url, strings.NewReader(`{"stream":true}`))
+			req.Header.Set("X-Api-Key", key)
+			t0 := time.Now()
+			resp, err := cl.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			one := make([]byte, 1)
+			if _, err := io.ReadFull(resp.Body, one); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(t0))
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		lat.report(b)
+	}
+	b.Run("stream-first-byte-direct", func(b *testing.B) { first(b, direct, up.srv.URL+"/v1/messages", realKey) })
+	b.Run("stream-first-byte-gateway", func(b *testing.B) { first(b, viaGateway, "http://gateway/anthropic/v1/messages", "placeholder") })
 	b.Run("gateway-parallel", func(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
@@ -118,3 +154,53 @@ func BenchmarkHTTPEgress(b *testing.B) {
 type urlType = url.URL
 
 var gatewayURL = &url.URL{Scheme: "http", Host: "gateway"}
+
+// latencies reports the median and 99th percentile as benchmark metrics.
+type latencies []time.Duration
+
+func (l latencies) report(b *testing.B) {
+	if len(l) == 0 {
+		return
+	}
+	slices.Sort(l)
+	b.ReportMetric(float64(l[len(l)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(l[len(l)*99/100].Microseconds()), "p99-µs")
+}
+
+// BenchmarkTunnels reports the heap that 100 open CONNECT tunnels hold.
+func BenchmarkTunnels(b *testing.B) {
+	addr, _ := echoServer(&testing.T{})
+	dir := b.TempDir()
+	g, err := New(Config{Providers: BuiltinProviders(), Allow: []string{addr}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sock := filepath.Join(dir, "gw.sock")
+	l, _ := net.Listen("unix", sock)
+	go g.Serve(l)
+	defer g.Close()
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		var conns []net.Conn
+		for i := 0; i < 100; i++ {
+			c, err := net.Dial("unix", sock)
+			if err != nil {
+				b.Fatal(err)
+			}
+			fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: x\r\n\r\n", addr)
+			br := bufio.NewReader(c)
+			if resp, err := http.ReadResponse(br, &http.Request{Method: "CONNECT"}); err != nil || resp.StatusCode != 200 {
+				b.Fatal(err)
+			}
+			conns = append(conns, c)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapInuse+after.StackInuse-before.HeapInuse-before.StackInuse)/(1<<20), "MiB/100-tunnels")
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/roster-sh/roster/lib/runs"
@@ -23,18 +24,18 @@ func echoServer(t *testing.T) (addr string, conns func() int) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	n := make(chan struct{}, 1000)
+	var n atomic.Int64
 	go func() {
 		for {
 			c, err := l.Accept()
 			if err != nil {
 				return
 			}
-			n <- struct{}{}
+			n.Add(1)
 			go func() { io.Copy(c, c); c.Close() }()
 		}
 	}()
-	return l.Addr().String(), func() int { return len(n) }
+	return l.Addr().String(), func() int { return int(n.Load()) }
 }
 
 // connect sends CONNECT target on a fresh connection and returns the
