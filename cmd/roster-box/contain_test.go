@@ -106,3 +106,38 @@ echo "answers $(ls "$o/done" | wc -l)"
 		t.Fatalf("journal: %d refusals by action bytes, %d by tmp/; want 4 and 1", bytesRefusals, tmpRefusals)
 	}
 }
+
+// Issue 17's journal flood from a real box, scaled down: a filing over
+// 64 KiB is refused naming the limit; 75 filings of 60 kB and an empty
+// set canceling them all (one journal line of about 4.5 MB; 41.6 MB in
+// the issue) is refused naming the 4 MiB limit, so no journal line ever
+// exceeds it.
+func TestBoxTaskTextAndSetAreBounded(t *testing.T) {
+	f := newFixture(t, job, "")
+	f.setJob(`
+big=$(head -c 66000 /dev/zero | tr '\0' x)
+if roster-task file "$big" 2>err; then echo "FAIL big text filed"; elif grep -q "64 KiB limit" err; then echo "ok big text refused"; else cat err; fi
+t=$(head -c 60000 /dev/zero | tr '\0' y)
+for i in $(seq 75); do roster-task file "$t" >/dev/null || echo "FAIL file $i"; done
+v=$(grep -o '"version": *[0-9]*' "$ROSTER_TASKS_FILE" | head -n 1 | grep -o '[0-9]*$')
+if echo '{"tasks":[],"templates":[]}' | roster-task set --version "$v" 2>err; then echo "FAIL empty set accepted"; elif grep -q "4 MiB limit" err; then echo "ok set refused"; else cat err; fi
+roster-task complete
+`)
+	rec, _ := f.dispatch(tms.NewTask{Text: "flood the journal"})
+	out := f.transcript(rec.ID)
+	if strings.Contains(out, "FAIL") || !strings.Contains(out, "ok big text refused") || !strings.Contains(out, "ok set refused") {
+		t.Fatalf("box:\n%s", out)
+	}
+	data, err := os.ReadFile(f.w.Journal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	longest := 0
+	for _, l := range strings.Split(string(data), "\n") {
+		longest = max(longest, len(l))
+	}
+	if longest > tms.MaxSetBytes {
+		t.Fatalf("a journal line of %d bytes", longest)
+	}
+	t.Logf("longest journal line %d bytes, journal %d bytes", longest, len(data))
+}

@@ -10,7 +10,7 @@ import (
 // AddCmd is `roster-task add`.
 type AddCmd struct {
 	Worker   string   `arg:"" help:"The worker."`
-	Text     []string `arg:"" help:"The task's text; \"-\" reads it from stdin (at most 1 MiB)."`
+	Text     []string `arg:"" help:"The task's text; \"-\" reads it from stdin (at most 64 KiB)."`
 	At       string   `help:"Not before TIME: RFC 3339, \"YYYY-MM-DD HH:MM\" (host-local) or +DUR; a past time is due now." placeholder:"TIME"`
 	After    []string `help:"Only after task ID has completed (repeatable)." placeholder:"ID"`
 	Ceiling  string   `help:"Wall-clock limit of its run (default: org.toml [ceilings] filed)." placeholder:"DUR"`

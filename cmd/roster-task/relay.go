@@ -10,7 +10,7 @@ import (
 // RelayCmd is `roster-task relay`.
 type RelayCmd struct {
 	Worker   string   `arg:"" help:"The worker."`
-	Text     []string `arg:"" optional:"" help:"The message; \"-\" (or nothing) reads it from stdin (at most 1 MiB)."`
+	Text     []string `arg:"" optional:"" help:"The message; \"-\" (or nothing) reads it from stdin (at most 64 KiB)."`
 	Channel  string   `required:"" help:"The conversation it came from." placeholder:"CHAN"`
 	From     string   `help:"Who sent it." placeholder:"WHO"`
 	Ceiling  string   `help:"Wall-clock limit of its run (default: org.toml [ceilings] relay)." placeholder:"DUR"`

@@ -28,14 +28,21 @@ func (c *SetCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	var data []byte
-	if c.File == "-" {
-		data, err = io.ReadAll(io.LimitReader(env.Stdin, 16<<20+1))
-	} else {
-		data, err = os.ReadFile(c.File)
+	var r io.Reader = env.Stdin
+	if c.File != "-" {
+		f, err := os.Open(c.File)
+		if err != nil {
+			return errs.New(errs.ErrUsage, fmt.Sprintf("read %s: %v", c.File, err))
+		}
+		defer f.Close()
+		r = f
 	}
+	data, err := io.ReadAll(io.LimitReader(r, tms.MaxSetBytes+1))
 	if err != nil {
 		return errs.New(errs.ErrUsage, fmt.Sprintf("read %s: %v", c.File, err))
+	}
+	if len(data) > tms.MaxSetBytes {
+		return errs.New(errs.ErrUsage, fmt.Sprintf("%s: more than the %d MiB limit of one set", c.File, tms.MaxSetBytes>>20))
 	}
 	in, err := tms.DecodeSet(data)
 	if err != nil {

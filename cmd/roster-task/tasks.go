@@ -34,7 +34,7 @@ type TaskCmds struct {
 	Fsck     FsckCmd     `cmd:"" help:"Check partitions; rebuild tasks.json from the journal."`
 }
 
-// readText returns the text of args, or stdin (at most 1 MiB) for "-".
+// readText returns the text of args, or stdin (at most tms.MaxText) for "-".
 func readText(args []string, stdin io.Reader) (string, error) {
 	if len(args) == 1 && args[0] == "-" {
 		data, err := io.ReadAll(io.LimitReader(stdin, tms.MaxText+1))
@@ -42,7 +42,7 @@ func readText(args []string, stdin io.Reader) (string, error) {
 			return "", fmt.Errorf("read stdin: %w", err)
 		}
 		if len(data) > tms.MaxText {
-			return "", errs.New(errs.ErrUsage, "text on stdin is more than the 1 MiB limit")
+			return "", errs.New(errs.ErrUsage, fmt.Sprintf("text on stdin is more than the %d KiB limit of a task's text", tms.MaxText>>10))
 		}
 		// One trailing newline is the line's end (echo, a heredoc), not text.
 		s := strings.TrimSuffix(string(data), "\n")

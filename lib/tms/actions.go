@@ -122,6 +122,9 @@ func (t *txn) planAction(run, served string, a Action) (ActionResult, []Line, er
 		if err := checkText(a.Text); err != nil {
 			return res, nil, err
 		}
+		if err := t.roomForTask(); err != nil {
+			return res, nil, err
+		}
 		standing := Proactive
 		if task != nil && task.By == ByOwner && task.Kind == KindFiled && task.Standing == Owner {
 			standing = Owner

@@ -53,7 +53,7 @@ func checkText(text string) error {
 		return usage("task text is empty")
 	}
 	if len(text) > MaxText {
-		return usage("task text is %d bytes, more than the 1 MiB limit", len(text))
+		return usage("task text is %d bytes, more than the %d KiB limit of a task's text", len(text), MaxText>>10)
 	}
 	return nil
 }
@@ -97,6 +97,9 @@ func (p *Partition) Add(ctx context.Context, nt NewTask) (Task, error) {
 		return Task{}, err
 	}
 	defer t.end()
+	if err := t.roomForTask(); err != nil {
+		return Task{}, err
+	}
 	task := Task{
 		Text: nt.Text, Kind: nt.Kind, Standing: nt.Standing, State: Pending,
 		CreatedAt: t.now, Ceiling: ceiling, Channel: nt.Channel, From: nt.From,
@@ -190,6 +193,19 @@ func (t *txn) resolveDeps(task *Task, after []string) error {
 			}
 			task.Settled[id] = ft.State
 		}
+	}
+	return nil
+}
+
+// roomForTask refuses a new task when tasks.json holds MaxOpenTasks.
+func (t *txn) roomForTask() error {
+	n := len(t.f.Tasks)
+	if t.raw != nil {
+		n = len(t.raw.ids) + len(t.raw.added)
+	}
+	if n >= MaxOpenTasks {
+		return errs.WithHint(usage("worker %s has %d open tasks, the limit of %d per partition", t.p.Name, n, MaxOpenTasks),
+			"let some finish, or cancel some, before filing more")
 	}
 	return nil
 }

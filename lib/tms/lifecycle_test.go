@@ -62,10 +62,10 @@ func TestAddRefusesUnknownDependency(t *testing.T) {
 func TestAddRefusesOversizedText(t *testing.T) {
 	p, _ := open(t, newHome(t, "dobby"), "dobby")
 	if _, err := p.Add(ctx, NewTask{Text: strings.Repeat("x", MaxText)}); err != nil {
-		t.Fatalf("1 MiB: %v", err)
+		t.Fatalf("64 KiB: %v", err)
 	}
 	if _, err := p.Add(ctx, NewTask{Text: strings.Repeat("x", MaxText+1)}); !errors.Is(err, errs.ErrUsage) {
-		t.Fatalf("1 MiB + 1: %v", err)
+		t.Fatalf("64 KiB + 1: %v", err)
 	}
 }
 

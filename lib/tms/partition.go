@@ -360,6 +360,12 @@ func (t *txn) emit(l Line, versioned bool) (Line, error) {
 	if err != nil {
 		return l, err
 	}
+	if len(b) > MaxSetBytes {
+		// One line is read whole by every journal reader: bound it, so no
+		// change (a set canceling thousands of tasks) makes one too long.
+		return l, errs.WithHint(usage("this change would write a journal line of %d bytes, more than the %d MiB limit of one set or line", len(b), MaxSetBytes>>20),
+			"change fewer tasks at a time")
+	}
 	t.out = append(t.out, b)
 	return l, nil
 }

@@ -184,6 +184,9 @@ func editedTaskFields(old, in *Task) []string {
 // and it may edit the text only of tasks it filed. An accepted set is one
 // `set` journal line and one version.
 func (p *Partition) SetTasks(ctx context.Context, in *SetInput, by string) (*SetResult, error) {
+	if b, err := json.Marshal(in); err == nil && len(b) > MaxSetBytes {
+		return nil, usage("set: the request is %d bytes, more than the %d MiB limit of one set", len(b), MaxSetBytes>>20)
+	}
 	t, err := p.begin(ctx)
 	if err != nil {
 		return nil, err
@@ -228,6 +231,12 @@ func (t *txn) planSet(in *SetInput, by string) (*SetResult, []Line, error) {
 		s.refuse(cyc[0], "dependency cycle: %s", strings.Join(append(cyc, cyc[0]), " -> "))
 	}
 	s.planTemplates(in.Templates)
+	if n := len(s.result); n > MaxOpenTasks && n > len(t.f.Tasks) {
+		s.refuse("tasks", "the set leaves %d open tasks, more than the limit of %d per partition", n, MaxOpenTasks)
+	}
+	if n := len(s.tpls); n > MaxTemplates && n > len(t.f.Templates) {
+		s.refuse("templates", "the set leaves %d templates, more than the limit of %d per partition", n, MaxTemplates)
+	}
 	if len(s.refused) > 0 {
 		return nil, nil, &RefusedError{Refusals: s.refused}
 	}

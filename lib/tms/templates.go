@@ -105,6 +105,9 @@ func (p *Partition) AddTemplate(ctx context.Context, nt NewTemplate) (Template, 
 	if t.f.Template(tpl.ID) != nil {
 		return Template{}, conflict("template %s already exists in worker %s", tpl.ID, p.Name)
 	}
+	if n := len(t.f.Templates); n >= MaxTemplates {
+		return Template{}, usage("worker %s has %d templates, the limit of %d per partition", p.Name, n, MaxTemplates)
+	}
 	c := t.now.Truncate(time.Second)
 	tpl.Cursor = &c
 	t.f.Templates = append(t.f.Templates, tpl)
@@ -284,6 +287,10 @@ func (t *txn) fire(i int, rep *FireReport) error {
 	if fire != nil && t.f.Task(home.FiredTaskID(*fire, t.p.Name, tpl.ID)) != nil {
 		fire = nil // already made (cannot happen with a forward cursor; never twice)
 	}
+	full := false
+	if fire != nil && len(t.f.Tasks) >= MaxOpenTasks {
+		full, fire = true, nil // skipped, as an overlap is: the partition is at its limit
+	}
 	type skip struct {
 		at     time.Time
 		reason string
@@ -300,6 +307,9 @@ func (t *txn) fire(i int, rep *FireReport) error {
 	}
 	if overlap {
 		skips = append(skips, skip{*d.Fire, "overlap", 0})
+	}
+	if full {
+		skips = append(skips, skip{*d.Fire, fmt.Sprintf("%d open tasks, the partition's limit", MaxOpenTasks), 0})
 	}
 	for k, sk := range skips {
 		at := sk.at.UTC()

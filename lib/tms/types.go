@@ -73,8 +73,14 @@ const HeartbeatID = "heartbeat"
 // fails with "box lost 3 times".
 const MaxReclaims = 3
 
-// MaxText bounds a task's text (stdin, actions): 1 MiB.
-const MaxText = 1 << 20
+// Limits of one partition (docs/dispatch-and-box.md, Containment: Sizes):
+// what one worker can make the host store, read and journal for it.
+const (
+	MaxText      = 64 << 10 // bytes of a task's or template's text (a relay's message included)
+	MaxSetBytes  = 4 << 20  // bytes of one set's input, and of any one journal line
+	MaxOpenTasks = 10000    // tasks in tasks.json: pending, claimed and needing review
+	MaxTemplates = 256      // templates, the heartbeat included
+)
 
 // Task is one entry of tasks.json's "tasks", or (in a journal record) a
 // task as it finished.
