@@ -7,18 +7,11 @@ import (
 
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/outbox"
 )
 
-// Action kinds a box may ask for (docs/dispatch-and-box.md, "Actions").
-const (
-	ActComplete = "complete"
-	ActFail     = "fail"
-	ActFile     = "file"
-	ActSet      = "set"
-	ActPropose  = "propose"
-)
-
-// Action is one action from a box's outbox, as the supervisor decoded it.
+// Action is one action from a box's outbox, as the supervisor decoded it;
+// its Kind is one of outbox's (outbox.KindComplete, ...).
 type Action struct {
 	N     int       `json:"n"`
 	Kind  string    `json:"kind"`
@@ -89,7 +82,7 @@ func (p *Partition) ApplyAction(ctx context.Context, run, served string, a Actio
 }
 
 func actionReason(a Action) string {
-	if a.Kind == ActFail {
+	if a.Kind == outbox.KindFail {
 		return truncateText(a.Text, 512)
 	}
 	return ""
@@ -116,9 +109,9 @@ func (t *txn) planAction(run, served string, a Action) (ActionResult, []Line, er
 		}
 	}
 	switch a.Kind {
-	case ActComplete, ActFail:
+	case outbox.KindComplete, outbox.KindFail:
 		return res, nil, nil
-	case ActFile:
+	case outbox.KindFile:
 		if err := checkText(a.Text); err != nil {
 			return res, nil, err
 		}
@@ -148,7 +141,7 @@ func (t *txn) planAction(run, served string, a Action) (ActionResult, []Line, er
 		t.f.Tasks = append(t.f.Tasks, nt)
 		res.Task = nt.ID
 		return res, []Line{{Event: EvFiled, Task: nt.ID, Run: run, By: ByWorker, Records: []Record{taskRec(nt, false)}}}, nil
-	case ActSet:
+	case outbox.KindSet:
 		if a.Set == nil {
 			return res, nil, usage("set: no request")
 		}
@@ -162,7 +155,7 @@ func (t *txn) planAction(run, served string, a Action) (ActionResult, []Line, er
 		}
 		res.Version = r.Version
 		return res, lines, nil
-	case ActPropose:
+	case outbox.KindPropose:
 		if task == nil {
 			return res, nil, conflict("propose: the run serves no claimed task")
 		}

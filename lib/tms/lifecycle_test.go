@@ -9,6 +9,7 @@ import (
 
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/outbox"
 	"github.com/roster-sh/roster/lib/runs"
 )
 
@@ -448,7 +449,7 @@ func TestRequeueNeedsReviewReturnsToPending(t *testing.T) {
 	p, _ := open(t, newHome(t, "dobby"), "dobby")
 	a := mustAdd(t, p, NewTask{Text: "a"})
 	run := claim(t, p, a.ID)
-	p.ApplyAction(ctx, run, a.ID, Action{N: 1, Kind: ActPropose, Text: "push"})
+	p.ApplyAction(ctx, run, a.ID, Action{N: 1, Kind: outbox.KindPropose, Text: "push"})
 	if got, _ := p.Attest(ctx, a.ID, run, good); got != NeedsReview {
 		t.Fatalf("attest = %q", got)
 	}
@@ -478,7 +479,7 @@ func TestPendingGateTurnsCompletionIntoNeedsReview(t *testing.T) {
 	p, _ := open(t, newHome(t, "dobby"), "dobby")
 	a := mustAdd(t, p, NewTask{Text: "a"})
 	run := claim(t, p, a.ID)
-	res, err := p.ApplyAction(ctx, run, a.ID, Action{N: 1, Kind: ActPropose, Text: "push branch", Wake: true})
+	res, err := p.ApplyAction(ctx, run, a.ID, Action{N: 1, Kind: outbox.KindPropose, Text: "push branch", Wake: true})
 	if err != nil || res.Gate != "g1" {
 		t.Fatalf("propose = %+v, %v", res, err)
 	}
@@ -491,7 +492,7 @@ func TestFailedAttestationWinsOverPendingGate(t *testing.T) {
 	p, _ := open(t, newHome(t, "dobby"), "dobby")
 	a := mustAdd(t, p, NewTask{Text: "a"})
 	run := claim(t, p, a.ID)
-	p.ApplyAction(ctx, run, a.ID, Action{N: 1, Kind: ActPropose, Text: "push"})
+	p.ApplyAction(ctx, run, a.ID, Action{N: 1, Kind: outbox.KindPropose, Text: "push"})
 	if got, _ := p.Attest(ctx, a.ID, run, runs.Evidence{Exit: 2, Report: "complete"}); got != Failed {
 		t.Fatalf("attest = %q", got)
 	}
@@ -501,7 +502,7 @@ func TestGateResolveOnClaimedTaskOnlyRecords(t *testing.T) {
 	p, _ := open(t, newHome(t, "dobby"), "dobby")
 	a := mustAdd(t, p, NewTask{Text: "a"})
 	run := claim(t, p, a.ID)
-	p.ApplyAction(ctx, run, a.ID, Action{N: 1, Kind: ActPropose, Text: "push"})
+	p.ApplyAction(ctx, run, a.ID, Action{N: 1, Kind: outbox.KindPropose, Text: "push"})
 	if cont, err := p.ResolveGate(ctx, a.ID, "g1", "approve", "ok"); err != nil || cont != "" {
 		t.Fatalf("resolve = %q, %v", cont, err)
 	}
@@ -523,8 +524,8 @@ func TestLastGateCompletesTaskAndFilesContinuationWhenWake(t *testing.T) {
 	p, _ := open(t, newHome(t, "dobby"), "dobby")
 	a := mustAdd(t, p, NewTask{Text: "reorganize", Standing: Owner})
 	run := claim(t, p, a.ID)
-	p.ApplyAction(ctx, run, a.ID, Action{N: 1, Kind: ActPropose, Text: "push branch", Wake: true})
-	p.ApplyAction(ctx, run, a.ID, Action{N: 2, Kind: ActPropose, Text: "delete old"})
+	p.ApplyAction(ctx, run, a.ID, Action{N: 1, Kind: outbox.KindPropose, Text: "push branch", Wake: true})
+	p.ApplyAction(ctx, run, a.ID, Action{N: 2, Kind: outbox.KindPropose, Text: "delete old"})
 	p.Attest(ctx, a.ID, run, good)
 	if cont, err := p.ResolveGate(ctx, a.ID, "g1", "approve", "go"); err != nil || cont != "" {
 		t.Fatalf("first gate: %q, %v", cont, err)
@@ -549,7 +550,7 @@ func TestLastGateWithoutWakeFilesNoContinuation(t *testing.T) {
 	p, _ := open(t, newHome(t, "dobby"), "dobby")
 	a := mustAdd(t, p, NewTask{Text: "a"})
 	run := claim(t, p, a.ID)
-	p.ApplyAction(ctx, run, a.ID, Action{N: 1, Kind: ActPropose, Text: "push"})
+	p.ApplyAction(ctx, run, a.ID, Action{N: 1, Kind: outbox.KindPropose, Text: "push"})
 	p.Attest(ctx, a.ID, run, good)
 	if cont, err := p.ResolveGate(ctx, a.ID, "g1", "deny", ""); err != nil || cont != "" {
 		t.Fatalf("resolve = %q, %v", cont, err)
@@ -565,11 +566,11 @@ func TestBoxFiledTaskKeepsOwnerStandingOnlyUnderPersonFiledTask(t *testing.T) {
 	pro := mustAdd(t, p, NewTask{Text: "proactive", Standing: Proactive})
 	runOwn := claim(t, p, own.ID)
 	runPro := claim(t, p, pro.ID)
-	r1, err := p.ApplyAction(ctx, runOwn, own.ID, Action{N: 1, Kind: ActFile, Text: "step 1"})
+	r1, err := p.ApplyAction(ctx, runOwn, own.ID, Action{N: 1, Kind: outbox.KindFile, Text: "step 1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, _ := p.ApplyAction(ctx, runPro, pro.ID, Action{N: 1, Kind: ActFile, Text: "step x"})
+	r2, _ := p.ApplyAction(ctx, runPro, pro.ID, Action{N: 1, Kind: outbox.KindFile, Text: "step x"})
 	t1, _ := p.Get(ctx, r1.Task)
 	t2, _ := p.Get(ctx, r2.Task)
 	if t1.Standing != Owner || t1.By != ByWorker || t1.Kind != KindFiled {
@@ -581,7 +582,7 @@ func TestBoxFiledTaskKeepsOwnerStandingOnlyUnderPersonFiledTask(t *testing.T) {
 	// A run serving a box-filed task (by worker) files proactive work.
 	p.Attest(ctx, own.ID, runOwn, good)
 	runStep := claim(t, p, t1.ID)
-	r3, _ := p.ApplyAction(ctx, runStep, t1.ID, Action{N: 1, Kind: ActFile, Text: "step 1a"})
+	r3, _ := p.ApplyAction(ctx, runStep, t1.ID, Action{N: 1, Kind: outbox.KindFile, Text: "step 1a"})
 	t3, _ := p.Get(ctx, r3.Task)
 	if t3.Standing != Proactive {
 		t.Fatalf("under a box-filed task: %+v", t3)
@@ -606,7 +607,7 @@ func TestRefusedActionIsJournaledWithoutVersion(t *testing.T) {
 	run := claim(t, p, a.ID)
 	v := mustRead(t, p).Version
 	stale := int64(0)
-	res, err := p.ApplyAction(ctx, run, a.ID, Action{N: 1, Kind: ActSet, Set: &SetInput{Version: &stale}})
+	res, err := p.ApplyAction(ctx, run, a.ID, Action{N: 1, Kind: outbox.KindSet, Set: &SetInput{Version: &stale}})
 	if !errors.Is(err, errs.ErrConflict) || !strings.HasPrefix(res.Outcome, "refused: ") {
 		t.Fatalf("stale set: %+v, %v", res, err)
 	}
@@ -717,7 +718,7 @@ func TestContinuationOfRelayKeepsItsSender(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := claim(t, p, r.ID)
-	p.ApplyAction(ctx, run, r.ID, Action{N: 1, Kind: ActPropose, Text: "reply", Wake: true})
+	p.ApplyAction(ctx, run, r.ID, Action{N: 1, Kind: outbox.KindPropose, Text: "reply", Wake: true})
 	p.Attest(ctx, r.ID, run, good)
 	cont, err := p.ResolveGate(ctx, r.ID, "g1", "approve", "")
 	if err != nil || cont == "" {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/outbox"
 )
 
 func TestRefusedActionIsJournaledWithItsReasonAndChangesNothing(t *testing.T) {
@@ -16,7 +17,7 @@ func TestRefusedActionIsJournaledWithItsReasonAndChangesNothing(t *testing.T) {
 	if err := p.RefuseAction(ctx, run, a.ID, 7, "", "bad action: not JSON"); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.RefuseAction(ctx, run, a.ID, 8, ActSet, strings.Repeat("x", 2000)); err != nil {
+	if err := p.RefuseAction(ctx, run, a.ID, 8, outbox.KindSet, strings.Repeat("x", 2000)); err != nil {
 		t.Fatal(err)
 	}
 	lines := mustJournal(t, p)
@@ -25,7 +26,7 @@ func TestRefusedActionIsJournaledWithItsReasonAndChangesNothing(t *testing.T) {
 		l1.Action == nil || l1.Action.N != 7 || l1.Action.Kind != ActInvalid || l1.Action.Outcome != "refused: bad action: not JSON" {
 		t.Fatalf("journal line %+v action %+v", l1, l1.Action)
 	}
-	if l2.Action.Kind != ActSet || len(l2.Action.Outcome) > len("refused: ")+512+3 || l2.Seq != l1.Seq+1 {
+	if l2.Action.Kind != outbox.KindSet || len(l2.Action.Outcome) > len("refused: ")+512+3 || l2.Seq != l1.Seq+1 {
 		t.Fatalf("second line %+v action %+v", l2, l2.Action)
 	}
 	if got := mustRead(t, p).Version; got != before {

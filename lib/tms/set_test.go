@@ -11,6 +11,7 @@ import (
 
 	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/outbox"
 )
 
 // schedule returns the partition as a set request made from its current
@@ -251,7 +252,7 @@ func TestSetRefusesTouchingClaimedTask(t *testing.T) {
 func TestSetRefusesTouchingNeedsReviewTask(t *testing.T) {
 	p, _, _, _, busy := heartbeatPartition(t)
 	task, _ := p.Get(ctx, busy.ID)
-	p.ApplyAction(ctx, task.Claim.Run, busy.ID, Action{N: 1, Kind: ActPropose, Text: "x"})
+	p.ApplyAction(ctx, task.Claim.Run, busy.ID, Action{N: 1, Kind: outbox.KindPropose, Text: "x"})
 	p.Attest(ctx, busy.ID, task.Claim.Run, good)
 	in := schedule(t, p)
 	for i := range in.Tasks {
