@@ -90,7 +90,10 @@ func main() {
 }
 
 // fastArgs reads the common invocation without kong, whose model of the
-// grammar costs about a seventh of the benchmarked run against flock(1):
+// grammar costs about a tenth of the benchmarked run against flock(1)
+// (2026-12-01, 2 cores, the median of 600 interleaved runs of `roster-lock
+// --home H --worker w x -- /bin/true`: 4.4 ms, 4.8 ms without fastArgs;
+// flock(1) 2.3 ms):
 // NAME, --home, --worker or --store, --shared and --nonblock, each at
 // most once, in any order, then -- and a command that does not start
 // with "-". It gives what kong's parse gives (TestFastArgsParseLikeKong,

