@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log"
@@ -35,7 +36,6 @@ type modelCall struct {
 	reqID    string
 	usage    *usageReader
 	up, down atomic.Int64
-	failed   string // why the upstream could not be reached
 }
 
 type callKey struct{}
@@ -179,24 +179,23 @@ func (m *modelProxy) errorHandler(w http.ResponseWriter, r *http.Request, err er
 		return // the answer had begun: the copy was cut, nothing more to say
 	}
 	c.status = http.StatusBadGateway
-	c.failed = "upstream unreachable"
 	if errors.Is(err, context.Canceled) {
-		c.failed = "the box went away"
-		return
+		return // the box went away
 	}
 	writeProviderError(w, c.p, http.StatusBadGateway, "api_error", "roster gateway: "+c.p.Name+" upstream "+c.upstream.Host+" unreachable")
 }
 
 func writeProviderError(w http.ResponseWriter, p Provider, status int, typ, msg string) {
-	var body string
+	var body any
 	if p.Style == StyleAnthropic {
-		body = `{"type":"error","error":{"type":` + strconv.Quote(typ) + `,"message":` + strconv.Quote(msg) + `}}`
+		body = map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}}
 	} else {
-		body = `{"error":{"message":` + strconv.Quote(msg) + `,"type":` + strconv.Quote(typ) + `,"code":null,"param":null}}`
+		body = map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": nil, "param": nil}}
 	}
+	data, _ := json.Marshal(body)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	io.WriteString(w, body+"\n")
+	w.Write(append(data, '\n'))
 }
 
 // serve answers one request to /PROVIDER/...: grant, budget and
