@@ -11,6 +11,7 @@ import (
 
 	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/outbox"
 )
 
 func limitsPartition(t *testing.T) *Partition {
@@ -63,7 +64,7 @@ func TestTaskTextIsBoundedAt64KiB(t *testing.T) {
 			return err
 		}},
 		{"file action", func(s string) error {
-			_, err := p.ApplyAction(ctx, "2026-11-29-19-22-03-q8w2", "", Action{N: 1, Kind: ActFile, Text: s})
+			_, err := p.ApplyAction(ctx, "2026-11-29-19-22-03-q8w2", "", Action{N: 1, Kind: outbox.KindFile, Text: s})
 			return err
 		}},
 	} {
@@ -90,7 +91,7 @@ func TestOpenTasksAndTemplatesAreBounded(t *testing.T) {
 	for name, do := range map[string]func() error{
 		"add": func() error { _, err := p.Add(ctx, NewTask{Text: "one more"}); return err },
 		"file action": func() error {
-			_, err := p.ApplyAction(ctx, "2026-11-29-19-22-03-q8w2", "", Action{N: 1, Kind: ActFile, Text: "one more"})
+			_, err := p.ApplyAction(ctx, "2026-11-29-19-22-03-q8w2", "", Action{N: 1, Kind: outbox.KindFile, Text: "one more"})
 			return err
 		},
 	} {
@@ -126,7 +127,7 @@ func TestOneSetAndOneJournalLineAreBoundedAt4MiB(t *testing.T) {
 	p := limitsPartition(t)
 	text := strings.Repeat("x", 60000)
 	for i := 0; i < 80; i++ { // 80 × 60 kB: a set canceling them all writes over 4 MiB
-		if _, err := p.ApplyAction(ctx, "2026-11-29-19-22-03-q8w2", "", Action{N: i + 1, Kind: ActFile, Text: text}); err != nil {
+		if _, err := p.ApplyAction(ctx, "2026-11-29-19-22-03-q8w2", "", Action{N: i + 1, Kind: outbox.KindFile, Text: text}); err != nil {
 			t.Fatal(err)
 		}
 	}
