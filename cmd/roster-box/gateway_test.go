@@ -313,3 +313,91 @@ roster-task complete looked`)
 		t.Fatalf("ledger %v, summary %+v for a box with no gateway", err, rec.Gateway)
 	}
 }
+
+// countingUpstream answers every call with 100 input and 50 output tokens
+// when given key(), 401 otherwise.
+func countingUpstream(t *testing.T, key func() string) *httptest.Server {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("content-type", "application/json")
+		if r.Header.Get("x-api-key") != key() {
+			w.WriteHeader(401)
+			io.WriteString(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`)
+			return
+		}
+		io.WriteString(w, `{"type":"message","model":"claude-test","content":[],"usage":{"input_tokens":100,"output_tokens":50}}`)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// TestProactiveBudgetInTokensIsEnforcedByTheGateway: with proactive_tokens
+// = 300, a proactive run's calls of 150 tokens go 200, 200, then 403
+// budget_spent; the next proactive run that day is refused at its first
+// call (the day's usage counts); an owner run is never refused for budget.
+func TestProactiveBudgetInTokensIsEnforcedByTheGateway(t *testing.T) {
+	up := countingUpstream(t, func() string { return realKey })
+	f, _ := gatewayFixture(t, "[gateway]\nproviders = [\"anthropic\"]")
+	org := fmt.Sprintf("[gateway.anthropic]\nupstream = %q\n[budget]\nproactive_tokens = 300\n", up.URL)
+	os.WriteFile(f.h.OrgFile(), []byte(org), 0o644)
+	f.setJob(`for i in 1 2 3; do curl -s -o /dev/null -w '%{http_code} ' "$ANTHROPIC_BASE_URL/v1/messages" -d '{}'; done > ~/store/codes-$ROSTER_RUN.txt
+roster-task complete tried`)
+	codes := func(rec *runs.Record) string {
+		b, _ := os.ReadFile(filepath.Join(f.w.Store(), "codes-"+rec.ID+".txt"))
+		return strings.TrimSpace(string(b))
+	}
+	rec, _ := f.dispatch(tms.NewTask{Text: "proactive work", Standing: tms.Proactive, By: "worker"})
+	if got := codes(rec); got != "200 200 403" {
+		t.Fatalf("proactive run's calls answered %q, want 200 200 403\n%s", got, f.transcript(rec.ID))
+	}
+	if rec.Cost.InputTokens+rec.Cost.OutputTokens != 300 || rec.Gateway.Refusals[runs.RefuseBudgetSpent] != 1 {
+		t.Fatalf("cost %+v, gateway %+v", rec.Cost, rec.Gateway)
+	}
+	rec2, _ := f.dispatch(tms.NewTask{Text: "more proactive work", Standing: tms.Proactive, By: "worker"})
+	if got := codes(rec2); got != "403 403 403" {
+		t.Fatalf("the day's second proactive run: %q, want 403 403 403", got)
+	}
+	rec3, _ := f.dispatch(tms.NewTask{Text: "the owner asks", Standing: tms.Owner})
+	if got := codes(rec3); got != "200 200 200" {
+		t.Fatalf("an owner run was refused for budget: %q", got)
+	}
+}
+
+// TestRotatedKeyIsUsedAtOnceAndARemovedOneRefused: the vault's key is
+// replaced between two calls of one run, then removed: the upstream sees
+// the new key on the second call, and the third is no_credential.
+func TestRotatedKeyIsUsedAtOnceAndARemovedOneRefused(t *testing.T) {
+	var mu sync.Mutex
+	want := realKey
+	up := countingUpstream(t, func() string { mu.Lock(); defer mu.Unlock(); return want })
+	f, _ := gatewayFixture(t, "[gateway]\nproviders = [\"anthropic\"]")
+	os.WriteFile(f.h.OrgFile(), []byte(fmt.Sprintf("[gateway.anthropic]\nupstream = %q\ncredentials = [\"vault\"]\n", up.URL)), 0o644)
+	vault := filepath.Join(f.h.Vault(), "anthropic")
+	f.setJob(`cd ~/store
+call() { curl -s -o /dev/null -D h$1 -w '%{http_code} ' "$ANTHROPIC_BASE_URL/v1/messages" -d '{}' >> codes.txt; }
+call 1; touch step1; while [ ! -e step2 ]; do sleep 0.05; done
+call 2; touch step3; while [ ! -e step4 ]; do sleep 0.05; done
+call 3; roster-task complete rotated`)
+	done := make(chan *runs.Record)
+	go func() { rec, _ := f.dispatch(tms.NewTask{Text: "rotate"}); done <- rec }()
+	step := func(wait, next string, change func()) {
+		waitFor(t, func() bool { _, err := os.Stat(filepath.Join(f.w.Store(), wait)); return err == nil })
+		change()
+		os.WriteFile(filepath.Join(f.w.Store(), next), nil, 0o644)
+	}
+	step("step1", "step2", func() {
+		mu.Lock()
+		want = "sk-ant-api03-ROTATED-key"
+		mu.Unlock()
+		tmp := vault + ".new"
+		os.WriteFile(tmp, []byte("sk-ant-api03-ROTATED-key\n"), 0o600)
+		os.Rename(tmp, vault)
+	})
+	step("step3", "step4", func() { os.Remove(vault) })
+	rec := <-done
+	codes, _ := os.ReadFile(filepath.Join(f.w.Store(), "codes.txt"))
+	h3, _ := os.ReadFile(filepath.Join(f.w.Store(), "h3"))
+	if strings.TrimSpace(string(codes)) != "200 200 403" || !strings.Contains(strings.ToLower(string(h3)), "x-roster-refusal: no_credential") {
+		t.Fatalf("codes %q, third answer %q\n%s", codes, h3, f.transcript(rec.ID))
+	}
+}
