@@ -40,7 +40,7 @@ type Box struct {
 	p       *libcontainer.Process
 	Started time.Time
 	Exited  time.Time // when Wait saw pid 1 end: Exited - Started is the box's wall time
-	status  *os.File // read end of pid 1's status pipe: how the command ended
+	status  *os.File  // read end of pid 1's status pipe: how the command ended
 	// Console is the master side of the box's terminal (Stdio.Terminal);
 	// the caller reads the box's output from it, writes its input to it,
 	// and closes it.
