@@ -280,3 +280,29 @@ func TestCheckSource(t *testing.T) {
 		}
 	}
 }
+
+func TestBoxEnvHoldsPlaceholdersShapedLikeTheCredential(t *testing.T) {
+	c := testCreds(t, map[string]string{"OPENAI_API_KEY": "sk-SECRET-openai"})
+	writePi(t, c, fmt.Sprintf(`{"anthropic":{"type":"oauth","access":"sk-ant-oat01-SECRET","refresh":"r","expires":%d}}`, testNow.Add(time.Hour).UnixMilli()))
+	env := BoxEnv(BuiltinProviders(), []string{"openai", "anthropic", "openai", "nosuch"}, c, "http://127.0.0.1:3128", testNow)
+	want := []string{
+		"ANTHROPIC_BASE_URL=http://127.0.0.1:3128/anthropic",
+		"ANTHROPIC_API_KEY=" + Placeholder(BuiltinProviders()["anthropic"], true),
+		"OPENAI_BASE_URL=http://127.0.0.1:3128/openai/v1",
+		"OPENAI_API_KEY=" + Placeholder(BuiltinProviders()["openai"], false),
+	}
+	if strings.Join(env, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("env:\n%s", strings.Join(env, "\n"))
+	}
+	for _, e := range env {
+		if strings.Contains(e, "SECRET") {
+			t.Fatalf("a credential in the box's environment: %s", e)
+		}
+	}
+	if err := CheckAllow([]string{"github.com", "10.0.0.0/8:5432"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckAllow([]string{"github.com", "https://x"}); !errors.Is(err, errs.ErrUsage) || !strings.Contains(err.Error(), `"https://x"`) {
+		t.Fatalf("CheckAllow: %v", err)
+	}
+}
