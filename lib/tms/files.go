@@ -1,0 +1,350 @@
+package tms
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/roster-sh/roster/lib/fsx"
+)
+
+// tasks.json, view/schedule.json and the journal as files: written whole
+// and atomically, read and checked (a corrupt one refused).
+
+func (p *Partition) writeViews(f *File, now time.Time) error {
+	return p.writeViewsRaw(f, nil, now)
+}
+
+// writeViewsRaw writes f, whose tasks are raw's (when raw is not nil).
+// The entries are encoded once, after room for a head: each file is its
+// head written into that room, then the same bytes.
+func (p *Partition) writeViewsRaw(f *File, raw *rawFile, now time.Time) error {
+	f.Format = Format
+	var buf []byte
+	var err error
+	if raw != nil {
+		buf, err = raw.encodeEntries(headRoom, f.Templates)
+	} else {
+		buf, err = encodeEntries(headRoom, f)
+	}
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", p.W.TasksFile(), err)
+	}
+	if err := fsx.WriteFile(p.W.TasksFile(), withHead(buf, fileHead(f, "", now)), 0o600); err != nil {
+		return err
+	}
+	// tasks.json is written: its head's room may now take schedule.json's.
+	return fsx.WriteFile(p.W.Schedule(), withHead(buf, fileHead(f, p.Name, now)), 0o644)
+}
+
+// headRoom is the room encodeEntries leaves before the entries: enough
+// for schedule.json's head (a worker name is at most 63 bytes).
+const headRoom = 256
+
+// withHead puts head right before the entries in buf's room.
+func withHead(buf, head []byte) []byte {
+	if len(head) > headRoom {
+		return append(head, buf[headRoom:]...)
+	}
+	start := headRoom - len(head)
+	copy(buf[start:], head)
+	return buf[start:]
+}
+
+// encodeFile writes tasks.json (worker == "") or schedule.json; nil if an
+// entry cannot be encoded (a time outside years 0-9999).
+func encodeFile(f *File, worker string, now time.Time) []byte {
+	body, err := encodeEntries(0, f)
+	if err != nil {
+		return nil
+	}
+	return append(fileHead(f, worker, now), body...)
+}
+
+// encodeEntries encodes the tasks and templates arrays once, one entry per
+// line (readable by people, cheap to write), for both files, after room
+// bytes left for the head.
+func encodeEntries(room int, f *File) ([]byte, error) {
+	b := make([]byte, room, room+64+len(f.Tasks)*256+len(f.Templates)*256)
+	b = append(b, "\n\"tasks\":["...)
+	var err error
+	for i := range f.Tasks {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '\n')
+		if b, err = appendTask(b, &f.Tasks[i]); err != nil {
+			return nil, fmt.Errorf("task %s: %w", f.Tasks[i].ID, err)
+		}
+	}
+	return appendTemplates(b, f.Templates)
+}
+
+// appendTemplates closes the tasks array and writes the templates and the
+// end of the file.
+func appendTemplates(b []byte, ts []Template) ([]byte, error) {
+	b = append(b, "\n],\n\"templates\":["...)
+	var err error
+	for i := range ts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '\n')
+		if b, err = appendTemplate(b, &ts[i]); err != nil {
+			return nil, fmt.Errorf("template %s: %w", ts[i].ID, err)
+		}
+	}
+	return append(b, "\n]}\n"...), nil
+}
+
+// fileHead is the start of tasks.json (worker == "") or schedule.json, up
+// to the entries.
+func fileHead(f *File, worker string, now time.Time) []byte {
+	b := make([]byte, 0, 160)
+	b = fmt.Appendf(b, "{\"format\":%d,\"version\":%d,", Format, f.Version)
+	if worker != "" {
+		w, _ := json.Marshal(worker)
+		n, _ := json.Marshal(now.UTC())
+		b = fmt.Appendf(b, "\"worker\":%s,\"now\":%s,", w, n)
+	}
+	return b
+}
+
+// readFile reads tasks.json; a missing file is the empty partition at
+// version 0. Anything else unreadable is refused (exit 14).
+func readFile(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &File{Format: Format}, nil
+	}
+	if err != nil {
+		return nil, refused(path, "cannot read: %v", err)
+	}
+	return DecodeFile(path, data)
+}
+
+// readRaw is readFile keeping the tasks encoded (raw) when the file is in
+// the writer's form; otherwise raw is nil and the decoded file is
+// returned, or the refusal.
+func readRaw(path string) (*rawFile, *File, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &File{Format: Format}, nil
+	}
+	if err != nil {
+		return nil, nil, refused(path, "cannot read: %v", err)
+	}
+	if r, f, ok := decodeRaw(data); ok {
+		return r, f, nil
+	}
+	f, err := DecodeFile(path, data)
+	return nil, f, err
+}
+
+// DecodeFile parses the text of a tasks.json (or schedule.json); name
+// names it in errors. Unknown formats and corrupt text are refused.
+func DecodeFile(name string, data []byte) (*File, error) {
+	f, hasFormat, ok := decodeFast(data)
+	if !ok || !hasFormat || f.Format != Format {
+		var err error
+		if f, err = decodeSlow(name, data); err != nil {
+			return nil, err
+		}
+	}
+	if f.Version < 0 {
+		return nil, refused(name, "negative version %d", f.Version)
+	}
+	seen := make(map[string]bool, len(f.Tasks))
+	for i := range f.Tasks {
+		t := &f.Tasks[i]
+		if t.ID == "" || seen[t.ID] {
+			return nil, refused(name, "task %d: missing or duplicate id %q", i, t.ID)
+		}
+		if bad := badTaskValue(t); bad != "" {
+			return nil, refused(name, "task %s: %s", t.ID, bad)
+		}
+		seen[t.ID] = true
+	}
+	seen = map[string]bool{}
+	for i := range f.Templates {
+		t := &f.Templates[i]
+		if t.ID == "" || seen[t.ID] {
+			return nil, refused(name, "template %d: missing or duplicate id %q", i, t.ID)
+		}
+		if bad := badTemplateValue(t); bad != "" {
+			return nil, refused(name, "template %s: %s", t.ID, bad)
+		}
+		seen[t.ID] = true
+	}
+	return f, nil
+}
+
+// badTaskValue names a field of a tasks.json task whose value is none of
+// its kind's ("" if all are known): such a task would otherwise vanish
+// from every listing.
+func badTaskValue(t *Task) string {
+	switch t.State {
+	case Pending, Claimed, NeedsReview:
+	default:
+		return fmt.Sprintf("state %q is not pending, claimed or needs-review", t.State)
+	}
+	switch t.Standing {
+	case Owner, Proactive:
+	default:
+		return fmt.Sprintf("standing %q is not owner or proactive", t.Standing)
+	}
+	switch t.Kind {
+	case KindFiled, KindRecurring, KindRelay, KindHeartbeat, KindContinuation:
+	default:
+		return fmt.Sprintf("kind %q is not filed, recurring, relay, heartbeat or continuation", t.Kind)
+	}
+	switch t.By {
+	case ByOwner, ByWorker, ByHost:
+	default:
+		return fmt.Sprintf("by %q is not owner, worker or host", t.By)
+	}
+	return ""
+}
+
+// badTemplateValue is badTaskValue for a template.
+func badTemplateValue(t *Template) string {
+	switch t.Standing {
+	case Owner, Proactive:
+	default:
+		return fmt.Sprintf("standing %q is not owner or proactive", t.Standing)
+	}
+	return ""
+}
+
+// decodeSlow is DecodeFile's encoding/json path, which also words every
+// refusal.
+func decodeSlow(name string, data []byte) (*File, error) {
+	var head struct {
+		Format *int `json:"format"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, refused(name, "corrupt: %v", err)
+	}
+	if head.Format == nil {
+		return nil, refused(name, "no \"format\" field")
+	}
+	if *head.Format != Format {
+		return nil, refused(name, "unknown format %d (this build reads format %d)", *head.Format, Format)
+	}
+	var f File
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, refused(name, "corrupt: %v", err)
+	}
+	return &f, nil
+}
+
+// DecodeLine parses one journal line.
+func DecodeLine(data []byte) (*Line, error) {
+	var l Line
+	if err := json.Unmarshal(data, &l); err != nil {
+		return nil, err
+	}
+	if l.Seq <= 0 {
+		return nil, fmt.Errorf("no seq")
+	}
+	if l.Version < 0 {
+		return nil, fmt.Errorf("negative version")
+	}
+	if l.Event == "" {
+		return nil, fmt.Errorf("no event")
+	}
+	return &l, nil
+}
+
+// readJournal reads every complete line with seq > since (a torn last line
+// is ignored; any other unparsable line is refused).
+func readJournal(path string, since int64) ([]Line, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, refused(path, "cannot read: %v", err)
+	}
+	var out []Line
+	for i, raw := range fsx.SplitLines(data) {
+		l, err := DecodeLine(raw)
+		if err != nil {
+			return nil, refused(path, "line %d: %v", i+1, err)
+		}
+		if l.Seq > since {
+			out = append(out, *l)
+		}
+	}
+	return out, nil
+}
+
+// tailOf finds the journal's last seq and last version by reading
+// backwards from its end: its cost does not grow with the journal's length
+// (versionless lines are rare and never long runs).
+func tailOf(f *os.File) (seq, ver int64, err error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	end := fi.Size()
+	const block = 16 << 10
+	var carry []byte // the start of a line whose beginning is further back
+	for off := end; off > 0 || len(carry) > 0; {
+		n := int64(block)
+		if off < n {
+			n = off
+		}
+		off -= n
+		buf := make([]byte, n, int(n)+len(carry))
+		if _, err := f.ReadAt(buf, off); err != nil && err != io.EOF {
+			return 0, 0, err
+		}
+		buf = append(buf, carry...)
+		// Split: everything after the first newline is whole lines (unless
+		// off == 0, where the whole buffer is).
+		start := 0
+		if off > 0 {
+			i := bytes.IndexByte(buf, '\n')
+			if i < 0 {
+				carry = buf
+				continue
+			}
+			start = i + 1
+			carry = buf[:start]
+		} else {
+			carry = nil
+		}
+		lines := bytes.Split(bytes.TrimSuffix(buf[start:], []byte("\n")), []byte("\n"))
+		for k := len(lines) - 1; k >= 0; k-- {
+			if len(lines[k]) == 0 {
+				continue
+			}
+			l, err := DecodeLine(lines[k])
+			if err != nil {
+				return 0, 0, refused(f.Name(), "line ending at byte %d: %v", off, err)
+			}
+			if seq == 0 {
+				seq = l.Seq
+			}
+			if l.Version > 0 {
+				return seq, l.Version, nil
+			}
+		}
+		if off == 0 {
+			break
+		}
+		// carry still holds the partial first line plus its newline; keep
+		// only the partial part for the next block.
+		carry = bytes.TrimSuffix(carry, []byte("\n"))
+		if len(carry) == 0 {
+			carry = nil
+		}
+	}
+	return seq, 0, nil
+}
