@@ -45,5 +45,7 @@
 // (cancel.go), gates (gates.go), the worker's set_tasks (set.go,
 // set_templates.go), templates and time (templates.go, due.go), outbox
 // actions (actions.go), reading and checking (read.go, journal.go,
-// fsck.go); partition.go is the lock, the change and the file formats.
+// fsck.go); partition.go is the lock and the change, files.go reads and
+// writes the files, codec.go and codec_encode.go are tasks.json's fast
+// path.
 package tms
