@@ -46,6 +46,9 @@ type workerState struct {
 	due    []tms.Task // claimable, in claim order
 	live   int        // claimed tasks on disk
 	next   time.Time
+	// why it is held for want of a model credential (credhold.go): while
+	// it is, it is read again at every tick
+	credHold string
 }
 
 // FullEvery bounds how long a cached read of a worker is trusted.
@@ -94,6 +97,7 @@ func (d *Dispatcher) evaluate(ctx context.Context, org *config.Org, w string, se
 	}
 	d.clearBad(w)
 	ws.claims, ws.due, ws.live, ws.next = true, due.Claimable, due.LiveClaims, due.Next
+	ws.credHold = due.CredentialHold
 	return ws, true
 }
 
@@ -123,7 +127,7 @@ func (d *Dispatcher) Tick(ctx context.Context) *TickReport {
 	for _, w := range all {
 		seen[w] = true
 		ws := d.cache[w]
-		if full || ws == nil || d.dirty[w] || (!ws.next.IsZero() && !d.clock.Now().Before(ws.next)) {
+		if full || ws == nil || d.dirty[w] || ws.credHold != "" || (!ws.next.IsZero() && !d.clock.Now().Before(ws.next)) {
 			var ok bool
 			if ws, ok = d.evaluate(ctx, org, w, served[w]); !ok {
 				if ctx.Err() != nil {
@@ -150,9 +154,7 @@ func (d *Dispatcher) Tick(ctx context.Context) *TickReport {
 	}
 
 	rep.Held = held
-	if rep.Held == "" {
-		ready, rep.WorkerHolds = d.holdWorkers(org, ready)
-	}
+	rep.WorkerHolds = d.logWorkerHolds(ready)
 	if rep.Held == "" && len(ready) > 0 {
 		rep.Started = d.claimRoundRobin(ctx, ready, d.cap(org)-total)
 		total += len(rep.Started)

@@ -106,11 +106,15 @@ type DueReport struct {
 	Budget     Budget
 	LiveClaims int
 	Next       time.Time // the earliest future scheduled_at or template activation; zero if none
+	// CredentialHold is why the worker is held for want of a model
+	// credential (ProviderHold), "" when it is not; Holds has its short
+	// form.
+	CredentialHold string
 }
 
 // Due lists the partition's live tasks with their eligibility, the
-// claimable ones in claim order. Holds (worker paused, no credential, low
-// disk) make everything held; an exhausted budget makes proactive work late. It does
+// claimable ones in claim order. Holds (worker paused, no credential, no
+// credential for its model providers, low disk) make everything held; an exhausted budget makes proactive work late. It does
 // not fire templates: call FireTemplates first.
 func (p *Partition) Due(ctx context.Context) (*DueReport, error) {
 	f, err := p.Read(ctx)
@@ -124,6 +128,10 @@ func (p *Partition) Due(ctx context.Context) (*DueReport, error) {
 	}
 	if !CredentialsPresent(p.Org, p.getenv) {
 		r.Holds = append(r.Holds, "no credential")
+	}
+	if why, short := ProviderHold(p.Home, p.Org, p.Spec, p.getenv, now); why != "" {
+		r.CredentialHold = why
+		r.Holds = append(r.Holds, short)
 	}
 	if low, why, err := LowDisk(p.Home, p.Org); err == nil && low {
 		r.Holds = append(r.Holds, why)

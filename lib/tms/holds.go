@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/gateway"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/runs"
 )
@@ -39,6 +40,45 @@ func CredentialsPresent(org *config.Org, getenv func(string) string) bool {
 		}
 	}
 	return false
+}
+
+// ProviderHold says why a worker is held for want of a model credential
+// (docs/gateway.md, "Dispatch hold"), or "" when it is not: its boxes get a
+// gateway and none of its [gateway] providers has a credential in reach.
+// Any one provider with a credential is enough (as with [dispatch]
+// credentials); a worker with no provider, or whose network is "none" or
+// "host", is never held for credentials. Each provider's sources are
+// looked up as the run's gateway will (gateway.Lookup: the vault with its
+// mode rules, the host's pi login, getenv for env:, key files), fresh at
+// every call; the reason names the sources, never a key. short is the
+// reason in a few words, for task listings.
+func ProviderHold(h home.Home, org *config.Org, spec *config.Worker, getenv func(string) string, now time.Time) (why, short string) {
+	if org == nil || spec == nil || spec.Network != "gateway" || len(spec.Gateway.Providers) == 0 {
+		return "", ""
+	}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	creds := gateway.Creds{VaultDir: h.Vault(), Env: func(name string) (string, bool) {
+		v := getenv(name)
+		return v, v != ""
+	}}
+	var reasons []string
+	for _, name := range spec.Gateway.Providers {
+		p, ok := org.Gateway.Providers[name]
+		if !ok {
+			reasons = append(reasons, name+": not a provider of org.toml")
+			continue
+		}
+		_, err := gateway.Lookup(gateway.Provider{Name: p.Name, Style: p.API, Upstream: p.Upstream,
+			Credentials: p.Credentials, KeyEnv: p.KeyEnv, BaseEnv: p.BaseEnv}, creds, now)
+		if err == nil {
+			return "", ""
+		}
+		reasons = append(reasons, strings.TrimSuffix(err.Error(), ": "+gateway.ErrNoCredential.Error()))
+	}
+	return "no model credential in reach (" + strings.Join(reasons, "; ") + ")",
+		"no model credential (" + strings.Join(spec.Gateway.Providers, ", ") + ")"
 }
 
 // LowDisk reports whether the data tree's filesystem has less free space

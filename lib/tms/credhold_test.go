@@ -1,0 +1,52 @@
+package tms
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/gateway"
+)
+
+func TestDueHoldsAWorkerWhoseProvidersHaveNoCredential(t *testing.T) {
+	h := newHome(t, "dobby")
+	org, err := config.ParseOrg("org.toml", []byte("[gateway.anthropic]\ncredentials = [\"vault\", \"env:ROSTER_TEST_KEY\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	org.Storage.MinFree = 0
+	spec := &config.Worker{Name: "dobby", Network: "gateway"}
+	spec.Gateway.Providers = []string{"anthropic"}
+	env := ""
+	p, err := Open(h, "dobby", Options{Clock: &fakeClock{t: t0}, Org: org, Worker: spec, Getenv: func(string) string { return env }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAdd(t, p, NewTask{Text: "t"})
+	r, err := p.Due(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Claimable) != 0 || !strings.Contains(r.CredentialHold, "no credential in vault, env:ROSTER_TEST_KEY") ||
+		r.Entries[0].Eligibility.Status != StateHeld || r.Entries[0].Eligibility.Why != "held: no model credential (anthropic)" {
+		t.Fatalf("no key: claimable %d, hold %q, %+v", len(r.Claimable), r.CredentialHold, r.Entries[0].Eligibility)
+	}
+	// the environment's key, looked up at every call
+	env = "sk-env"
+	if r, _ := p.Due(ctx); len(r.Claimable) != 1 || r.CredentialHold != "" {
+		t.Fatalf("env key: claimable %d, hold %q", len(r.Claimable), r.CredentialHold)
+	}
+	env = ""
+	if err := gateway.PutVault(h.Vault(), "anthropic", strings.NewReader("sk-vault")); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := p.Due(ctx); len(r.Claimable) != 1 {
+		t.Fatalf("vault key: claimable %d, hold %q", len(r.Claimable), r.CredentialHold)
+	}
+	// no provider, or no gateway: never held for credentials
+	for _, s := range []*config.Worker{{Name: "dobby", Network: "gateway"}, {Name: "dobby", Network: "none"}} {
+		if why, _ := ProviderHold(h, org, s, func(string) string { return "" }, t0); why != "" {
+			t.Fatalf("%+v held: %s", s, why)
+		}
+	}
+}
