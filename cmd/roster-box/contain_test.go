@@ -141,3 +141,33 @@ roster-task complete
 	}
 	t.Logf("longest journal line %d bytes, journal %d bytes", longest, len(data))
 }
+
+// Issue 17: `set` with "ceiling":"1000h" from a box was accepted and run,
+// and the proactive budget was checked only at claim. From a real box now:
+// the set is refused naming the kind's ceiling, and a proactive run's
+// ceiling is what is left of the day's budget (3s here), so a run that
+// would sleep a minute ends at the ceiling.
+func TestBoxCeilingsOnlyLowerAndTheBudgetCapsAProactiveRun(t *testing.T) {
+	f := newFixture(t, job, "")
+	if err := os.WriteFile(filepath.Join(f.h.Dir, "org.toml"), []byte("[budget]\nproactive = \"3s\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.setJob(`
+v=$(grep -o '"version": *[0-9]*' "$ROSTER_TASKS_FILE" | head -n 1 | grep -o '[0-9]*$')
+if echo '{"tasks":[{"text":"forever","ceiling":"1000h"}],"templates":[]}' | roster-task set --version "$v" 2>err; then echo "FAIL 1000h accepted"
+elif grep -q "never raise it" err; then echo "ok 1000h refused"; else cat err; fi
+roster-task complete
+`)
+	rec, _ := f.dispatch(tms.NewTask{Text: "raise my ceiling"})
+	if out := f.transcript(rec.ID); !strings.Contains(out, "ok 1000h refused") || strings.Contains(out, "FAIL") {
+		t.Fatalf("box:\n%s", out)
+	}
+	if rec.Ceiling != "30m" { // an owner's task: the budget does not apply
+		t.Fatalf("owner task ceiling %q", rec.Ceiling)
+	}
+	f.setJob("sleep 60")
+	rec, _ = f.dispatch(tms.NewTask{Text: "use the whole day", Standing: tms.Proactive})
+	if rec.Ceiling != "3s" || rec.Ended != "ceiling" {
+		t.Fatalf("proactive run: ceiling %q ended %q, want 3s and ceiling", rec.Ceiling, rec.Ended)
+	}
+}

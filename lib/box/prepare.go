@@ -76,7 +76,7 @@ func Prepare(ctx context.Context, r Request) (*Supervision, error) {
 		}
 		sup.Task = &t
 		channel, sup.Kind = t.Channel, t.Kind
-		sup.Ceiling = part.CeilingOf(sup.Task)
+		sup.Ceiling, _ = part.RunCeiling(sup.Task, time.Now())
 	} else {
 		run = NewRunID(time.Now())
 		sup.Ceiling = org.Ceiling("adhoc")

@@ -161,14 +161,39 @@ func (p *Partition) Read(ctx context.Context) (*File, error) {
 }
 
 // CeilingOf is the wall-clock limit of a run of task: its own ceiling, or
-// the org's default for its kind.
+// the org's default for its kind. A ceiling a worker set (a task it filed)
+// only ever lowers its kind's (Containment), whatever tasks.json says.
 func (p *Partition) CeilingOf(task *Task) time.Duration {
+	kind := p.Org.Ceiling(task.Kind)
 	if task.Ceiling != "" {
 		if d, err := time.ParseDuration(task.Ceiling); err == nil && d > 0 {
+			if task.By == ByWorker && kind > 0 && d > kind {
+				return kind
+			}
 			return d
 		}
 	}
-	return p.Org.Ceiling(task.Kind)
+	return kind
+}
+
+// RunCeiling is CeilingOf capped, for a proactive task, by what is left of
+// the day's proactive box-time budget at now (Containment: the budget is
+// not only checked at claim). capped says the budget decided it; a run
+// always gets at least a second.
+func (p *Partition) RunCeiling(task *Task, now time.Time) (d time.Duration, capped bool) {
+	d = p.CeilingOf(task)
+	if task.Standing != Proactive {
+		return d, false
+	}
+	b, err := p.BudgetState(now)
+	if err != nil || b.Unlimited {
+		return d, false
+	}
+	left := max(b.Limit-b.Used, time.Second)
+	if d <= 0 || left < d {
+		return left.Truncate(time.Second), true
+	}
+	return d, false
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -316,6 +316,10 @@ func (s *setPlan) createTask(name string, e *Task) {
 		s.refuse(name, "%v", err)
 		return
 	}
+	if why := s.raisesCeiling(KindFiled, nt.Ceiling); why != "" {
+		s.refuse(name, "%s", why)
+		return
+	}
 	if e.Channel != "" {
 		s.refuse(name, "the channel of a task cannot be set")
 		return

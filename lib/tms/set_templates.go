@@ -1,6 +1,26 @@
 package tms
 
-import "time"
+import (
+	"fmt"
+	"time"
+
+	"github.com/roster-sh/roster/lib/config"
+)
+
+// raisesCeiling says why a worker's ceiling for a task of kind is refused
+// ("" when it is not): a worker may lower its kind's ceiling, never raise
+// it (Containment). The owner's sets are not bound by it.
+func (s *setPlan) raisesCeiling(kind, ceiling string) string {
+	if s.by != ByWorker || ceiling == "" {
+		return ""
+	}
+	d, err := time.ParseDuration(ceiling)
+	limit := s.t.p.Org.Ceiling(kind)
+	if err != nil || limit <= 0 || d <= limit {
+		return ""
+	}
+	return fmt.Sprintf("ceiling %s is more than the %s ceiling of %s: a worker may lower a ceiling, never raise it", ceiling, kind, config.FormatDuration(limit))
+}
 
 func templateEqual(a, b *Template) bool {
 	return a.Cron == b.Cron && a.Text == b.Text && (b.Standing == "" || a.Standing == b.Standing) &&
@@ -61,6 +81,10 @@ func (s *setPlan) createTemplate(e *Template) {
 		s.refuse("template "+e.ID, "%v", err)
 		return
 	}
+	if why := s.raisesCeiling(KindRecurring, nt.Ceiling); why != "" {
+		s.refuse("template "+e.ID, "%s", why)
+		return
+	}
 	c := s.t.now.Truncate(time.Second)
 	nt.Cursor = &c
 	s.tpls = append(s.tpls, nt)
@@ -89,6 +113,10 @@ func (s *setPlan) editTemplate(old, e *Template) {
 	nt.Cursor = old.Cursor
 	if _, err := normalizeTemplate(&nt); err != nil {
 		s.refuse("template "+e.ID, "%v", err)
+		return
+	}
+	if why := s.raisesCeiling(KindRecurring, nt.Ceiling); why != "" && nt.Ceiling != old.Ceiling {
+		s.refuse("template "+e.ID, "%s", why)
 		return
 	}
 	if nt.Text != old.Text && old.By != by {
