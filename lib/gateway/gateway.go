@@ -354,17 +354,16 @@ func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, start time.Time
 	if e.Method == "" {
 		e.Method = clip(r.Method, 20)
 	}
-	if e.Host == "" {
-		e.Host = clip(r.Host, 255)
-	}
 	e.Decision = "refused"
 	e.Refusal = rf.kind
 	e.Status = http.StatusForbidden
 	e.BytesDn = int64(len(data) + 1)
 	e.MS = g.cfg.Now().Sub(start).Milliseconds()
+	// The Host header is a header value: never in the ledger. A refusal
+	// without a target is named by its request line's target.
 	target := rf.target
 	if target == "" {
-		target = e.Host
+		target = clip(r.RequestURI, 100)
 	}
 	g.record(e, target)
 }

@@ -277,8 +277,11 @@ func TestRefusalBadRequest(t *testing.T) {
 		assertRefusal(t, resp, runs.RefuseBadRequest, StyleAnthropic)
 		conn.Close()
 	}
+	if sum, _ := r.g.Summary(); sum.LastRefusal.Target != "/anthropicx/v1" {
+		t.Fatalf("%+v", sum.LastRefusal)
+	}
 	for _, e := range r.lines() {
-		if e.Refusal != runs.RefuseBadRequest || e.Kind != "" {
+		if e.Refusal != runs.RefuseBadRequest || e.Kind != "" || e.Host != "" {
 			t.Fatalf("%+v", e)
 		}
 	}
