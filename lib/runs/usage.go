@@ -204,6 +204,14 @@ func SpentToday(h home.Home, worker string, now time.Time, loc *time.Location) (
 		if err != nil || r.Standing != StandingProactive || r.StartedAt.Before(start) || !r.StartedAt.Before(end) {
 			continue
 		}
+		if r.EndedAt != nil && (r.Cost.USD != nil || r.Cost.ModelCalls == 0) {
+			// The record says it all; the ledger would only split it by model.
+			tokens += r.Cost.InputTokens + r.Cost.OutputTokens
+			if r.Cost.USD != nil {
+				usd += *r.Cost.USD
+			}
+			continue
+		}
 		u, _ := UsageOf(w.Run(e.Name()), r, now) // a ledger that cannot be read: what was read counts
 		tokens += u.Tokens()
 		if u.USD != nil {

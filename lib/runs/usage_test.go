@@ -115,6 +115,9 @@ func TestSpentTodayCountsProactiveRunsOfTheLocalDay(t *testing.T) {
 	start := time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)
 	writeRun(t, h, Record{ID: "2026-11-30-11-00-00-dddd", Standing: "proactive", StartedAt: start},
 		call("m", 7, 3, f64(0.5)), call("m", 10, 0, nil))
+	// an ended, partly priced run: its record's tokens, its ledger's priced calls
+	writeRun(t, h, ended("2026-11-30-10-00-00-ffff", Cost{ModelCalls: 2, InputTokens: 40, OutputTokens: 4}, "proactive"),
+		call("priced", 20, 2, f64(0.25)), call("free", 20, 2, nil))
 	// an unreadable record is left out, never an error
 	bad := h.Worker("dobby").Run("2026-11-30-11-30-00-eeee")
 	os.MkdirAll(bad, 0o755)
@@ -124,8 +127,8 @@ func TestSpentTodayCountsProactiveRunsOfTheLocalDay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tokens != 110+20 || usd != 1.5 {
-		t.Fatalf("tokens %d usd %v, want 130 and 1.5", tokens, usd)
+	if tokens != 110+20+44 || usd != 1.75 {
+		t.Fatalf("tokens %d usd %v, want 174 and 1.75", tokens, usd)
 	}
 	// a worker without runs has spent nothing
 	if tokens, usd, err := SpentToday(h, "nobody", now, loc); err != nil || tokens != 0 || usd != 0 {
