@@ -54,7 +54,7 @@ func runGateway(h home.Home, spec *config.Worker, org *config.Org, s *Spec, task
 	make := func() (Gateway, error) {
 		cfg.Run, cfg.Ledger = s.Run, runs.GatewayLedger(s.RunDir) // the run's final id
 		if cfg.Budget != nil {
-			tokens, usd, err := tms.ModelUsed(h.Worker(spec.Name), now, org.Zone(), s.Run)
+			tokens, usd, err := runs.SpentToday(h, spec.Name, now, org.Zone())
 			if err != nil {
 				return nil, fmt.Errorf("the day's model usage: %w", err)
 			}

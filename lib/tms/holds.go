@@ -121,23 +121,6 @@ func BudgetUsed(w home.Worker, now time.Time, zone *time.Location) (time.Duratio
 	return used, err
 }
 
-// ModelUsed sums the model usage the gateway measured for w's proactive
-// runs that started on now's host-local day, but run except (the one
-// asking: its gateway counts its own): input+output tokens, and priced
-// spend in USD.
-func ModelUsed(w home.Worker, now time.Time, zone *time.Location, except string) (tokens int64, usd float64, err error) {
-	err = proactiveToday(w, now, zone, func(r *runs.Record) {
-		if r.ID == except {
-			return
-		}
-		tokens += r.Cost.InputTokens + r.Cost.OutputTokens
-		if r.Cost.USD != nil {
-			usd += *r.Cost.USD
-		}
-	})
-	return tokens, usd, err
-}
-
 // proactiveToday calls fn with the record of each of w's proactive runs
 // that started on now's host-local day. Run folders are named by their
 // (UTC) start, so older days are skipped unread; unreadable records are
