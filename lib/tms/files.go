@@ -285,66 +285,66 @@ func readJournal(path string, since int64) ([]Line, error) {
 }
 
 // tailOf finds the journal's last seq and last version by reading
-// backwards from its end: its cost does not grow with the journal's length
-// (versionless lines are rare and never long runs).
+// backwards from its end, one line at a time: each byte it looks at is read
+// twice at most (once to find the line's start, once to decode it), so its
+// cost is linear in the lines it reads and does not grow with the
+// journal's length (versionless lines are rare and never long runs). A
+// long line costs its length, never its square (issue 17: a 41.6 MB line
+// held every later action's lock for 20 s).
 func tailOf(f *os.File) (seq, ver int64, err error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return 0, 0, err
 	}
-	end := fi.Size()
-	const block = 16 << 10
-	var carry []byte // the start of a line whose beginning is further back
-	for off := end; off > 0 || len(carry) > 0; {
-		n := int64(block)
-		if off < n {
-			n = off
-		}
-		off -= n
-		buf := make([]byte, n, int(n)+len(carry))
-		if _, err := f.ReadAt(buf, off); err != nil && err != io.EOF {
+	for end := fi.Size(); end > 0; {
+		lineEnd := end
+		var last [1]byte
+		if _, err := f.ReadAt(last[:], end-1); err != nil && err != io.EOF {
 			return 0, 0, err
 		}
-		buf = append(buf, carry...)
-		// Split: everything after the first newline is whole lines (unless
-		// off == 0, where the whole buffer is).
-		start := 0
-		if off > 0 {
-			i := bytes.IndexByte(buf, '\n')
-			if i < 0 {
-				carry = buf
-				continue
-			}
-			start = i + 1
-			carry = buf[:start]
-		} else {
-			carry = nil
+		if last[0] == '\n' {
+			lineEnd = end - 1
 		}
-		lines := bytes.Split(bytes.TrimSuffix(buf[start:], []byte("\n")), []byte("\n"))
-		for k := len(lines) - 1; k >= 0; k-- {
-			if len(lines[k]) == 0 {
-				continue
-			}
-			l, err := DecodeLine(lines[k])
-			if err != nil {
-				return 0, 0, refused(f.Name(), "line ending at byte %d: %v", off, err)
-			}
-			if seq == 0 {
-				seq = l.Seq
-			}
-			if l.Version > 0 {
-				return seq, l.Version, nil
-			}
+		start, err := lineStart(f, lineEnd)
+		if err != nil {
+			return 0, 0, err
 		}
-		if off == 0 {
-			break
+		end = start
+		if lineEnd == start {
+			continue // an empty line
 		}
-		// carry still holds the partial first line plus its newline; keep
-		// only the partial part for the next block.
-		carry = bytes.TrimSuffix(carry, []byte("\n"))
-		if len(carry) == 0 {
-			carry = nil
+		line := make([]byte, lineEnd-start)
+		if _, err := f.ReadAt(line, start); err != nil && err != io.EOF {
+			return 0, 0, err
+		}
+		l, err := DecodeLine(line)
+		if err != nil {
+			return 0, 0, refused(f.Name(), "line ending at byte %d: %v", lineEnd, err)
+		}
+		if seq == 0 {
+			seq = l.Seq
+		}
+		if l.Version > 0 {
+			return seq, l.Version, nil
 		}
 	}
 	return seq, 0, nil
+}
+
+// lineStart returns the offset just after the last "\n" before end (0 if
+// there is none), reading backwards in blocks.
+func lineStart(f *os.File, end int64) (int64, error) {
+	const block = 16 << 10
+	buf := make([]byte, block)
+	for off := end; off > 0; {
+		n := min(int64(block), off)
+		off -= n
+		if _, err := f.ReadAt(buf[:n], off); err != nil && err != io.EOF {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return off + int64(i) + 1, nil
+		}
+	}
+	return 0, nil
 }
