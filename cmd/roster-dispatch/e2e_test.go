@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -635,5 +636,72 @@ func TestFinishingSupervisorLeavesItsCapSlot(t *testing.T) {
 	d.c.Process.Signal(syscall.SIGTERM)
 	if code := d.wait(t, time.Minute); code != 0 {
 		t.Fatalf("exit %d\n%s", code, d.logText())
+	}
+}
+
+// TestRequeueOfAFailedFirstTaskRunsTheChain: a chain of three tasks whose
+// first fails; once what broke it is fixed, requeueing it (same id, twice:
+// the second changes nothing) runs it again and then the two after it,
+// each once; show lists both attempts of the first.
+func TestRequeueOfAFailedFirstTaskRunsTheChain(t *testing.T) {
+	e := newEnv(t, "")
+	e.worker("dobby", `t=$(cat ~/store/"$ROSTER_TASK")
+[ "$t" != first ] || [ -e ~/store/fixed ] || { echo "not fixed yet" >&2; exit 3; }
+echo "$t" >> ~/store/ran
+roster-task complete`)
+	a := e.add("dobby", "first")
+	b := e.add("dobby", "second", "--after", a)
+	c := e.add("dobby", "third", "--after", b)
+	for id, name := range map[string]string{a: "first", b: "second", c: "third"} {
+		if err := os.WriteFile(filepath.Join(e.h.Worker("dobby").Store(), id), []byte(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := e.start("--until-idle")
+	if code := d.wait(t, 3*time.Minute); code != 0 {
+		t.Fatalf("exit %d\n%s", code, d.logText())
+	}
+	if e.events("dobby", tms.EvFailed, a) != 1 {
+		t.Fatalf("first did not fail once\n%s", d.logText())
+	}
+	if due := e.run("roster-task", "due", "dobby"); !strings.Contains(due, "blocked by failed "+a) {
+		t.Fatalf("second is not blocked by the failed first:\n%s", due)
+	}
+
+	// Fix it, requeue it: the same id, journaled requeued; again: nothing.
+	store := e.h.Worker("dobby").Store()
+	if err := os.WriteFile(filepath.Join(store, "fixed"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if id := e.run("roster-task", "requeue", a); id != a {
+		t.Fatalf("requeue printed %q, want the same id %s", id, a)
+	}
+	c2 := e.cmd("roster-task", "requeue", a)
+	out, err := c2.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "already pending") {
+		t.Fatalf("second requeue: %v\n%s", err, out)
+	}
+	if n := strings.Count(e.run("roster-task", "ls", "dobby"), "first"); n != 1 {
+		t.Fatalf("%d pending copies of the first task", n)
+	}
+
+	d = e.start("--until-idle")
+	if code := d.wait(t, 3*time.Minute); code != 0 {
+		t.Fatalf("exit %d\n%s", code, d.logText())
+	}
+	for _, id := range []string{a, b, c} {
+		if e.events("dobby", tms.EvCompleted, id) != 1 {
+			t.Fatalf("%s not completed once\n%s", id, d.logText())
+		}
+	}
+	ran, _ := os.ReadFile(filepath.Join(store, "ran"))
+	if string(ran) != "first\nsecond\nthird\n" {
+		t.Fatalf("ran %q, want each once, in order", ran)
+	}
+	show := e.run("roster-task", "show", a)
+	if !regexp.MustCompile(`(?m)^history 1: +failed .*run `).MatchString(show) ||
+		!regexp.MustCompile(`(?m)^history 2: +requeued `).MatchString(show) ||
+		!regexp.MustCompile(`(?m)^history 3: +completed .*run `).MatchString(show) {
+		t.Fatalf("show does not list both attempts:\n%s", show)
 	}
 }

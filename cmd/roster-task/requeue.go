@@ -20,7 +20,7 @@ func (c *RequeueCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	task, err := p.RequeueReaping(env.Ctx, f.ID, tms.ByOwner, func(run string) error {
+	task, changed, err := p.RequeueReaping(env.Ctx, f.ID, tms.ByOwner, func(run string) error {
 		// A dead supervisor's container may still run: destroy it before
 		// the task can be claimed again.
 		box, err := suite.Find("roster-box")
@@ -36,6 +36,9 @@ func (c *RequeueCmd) Run(g *cli.Globals, env *cli.Env) error {
 	})
 	if err != nil {
 		return err
+	}
+	if !changed {
+		env.Note("task %s is already pending; nothing changed", task.ID)
 	}
 	fmt.Fprintln(env.Stdout, task.ID)
 	return nil

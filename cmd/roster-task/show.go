@@ -62,6 +62,9 @@ func (c *ShowCmd) Run(g *cli.Globals, env *cli.Env) error {
 			}
 		}
 	}
+	if out.History, err = p.Attempts(task.ID); err != nil {
+		return err
+	}
 	if c.JSON {
 		return cli.JSONLine(env.Stdout, out)
 	}
@@ -116,6 +119,16 @@ func printTask(w io.Writer, out *taskJSON, zone *time.Location) {
 			s += ": " + gt.Why
 		}
 		add("gate "+gt.ID, fmt.Sprintf("%s (%s)", gt.What, s))
+	}
+	for i, a := range out.History {
+		v := a.Event + " " + fmtTime(&a.At, zone)
+		if a.Run != "" {
+			v += " run " + a.Run
+		}
+		if a.Reason != "" {
+			v += ": " + a.Reason
+		}
+		add(fmt.Sprintf("history %d", i+1), v)
 	}
 	for _, e := range kv {
 		fmt.Fprintf(w, "%-13s %s\n", cli.Printable(e[0])+":", cli.Printable(e[1]))

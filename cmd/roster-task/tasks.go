@@ -144,4 +144,7 @@ type taskJSON struct {
 	EndedBy  string         `json:"ended_by,omitempty"`
 	Reason   string         `json:"reason,omitempty"`
 	Evidence *runs.Evidence `json:"evidence,omitempty"`
+	// Every end of a run and every requeue (show): a task requeued under
+	// its id has one entry per attempt.
+	History []tms.Attempt `json:"history,omitempty"`
 }

@@ -35,10 +35,11 @@ func (p *Partition) Cancel(ctx context.Context, id, why, by string) (run string,
 }
 
 // Requeue puts a claimed task whose box is dead, or a needs-review task,
-// back to pending; a finished task is filed again as a new pending task
-// (new id, the journal links both) whose id is returned. It reaps nothing:
-// the command line uses RequeueReaping.
-func (p *Partition) Requeue(ctx context.Context, id, by string) (Task, error) {
+// back to pending; a finished task is filed again as pending under the
+// same id (journal requeued), so the tasks that depend on it wait on it
+// again; a task already pending is left as it is (changed false, no
+// error). It reaps nothing: the command line uses RequeueReaping.
+func (p *Partition) Requeue(ctx context.Context, id, by string) (task Task, changed bool, err error) {
 	return p.RequeueReaping(ctx, id, by, nil)
 }
 
@@ -48,22 +49,22 @@ func (p *Partition) Requeue(ctx context.Context, id, by string) (Task, error) {
 // the task must never run twice at once). A reap error refuses the
 // requeue (exit 13, nothing changes) with a hint to reap by hand. A nil
 // reap is not called.
-func (p *Partition) RequeueReaping(ctx context.Context, id, by string, reap func(run string) error) (Task, error) {
+func (p *Partition) RequeueReaping(ctx context.Context, id, by string, reap func(run string) error) (Task, bool, error) {
 	if by == "" {
 		by = ByOwner
 	}
 	t, err := p.begin(ctx)
 	if err != nil {
-		return Task{}, err
+		return Task{}, false, err
 	}
 	defer t.end()
 	if task := t.f.Task(id); task != nil {
 		switch task.State {
 		case Pending:
-			return Task{}, conflict("task %s is already pending", id)
+			return *task, false, nil // nothing to do; never a second copy
 		case Claimed:
 			if gone, why := p.boxGone(task.Claim, t.now); !gone {
-				return Task{}, errs.WithHint(conflict("task %s is claimed and %s", id, why),
+				return Task{}, false, errs.WithHint(conflict("task %s is claimed and %s", id, why),
 					"cancel it instead, or wait for its box to end")
 			}
 		}
@@ -74,7 +75,7 @@ func (p *Partition) RequeueReaping(ctx context.Context, id, by string, reap func
 		if task.State == Claimed && run != "" && reap != nil {
 			if _, err := os.Lstat(p.W.Run(run)); err == nil { // no run folder: no box was ever started
 				if err := reap(run); err != nil {
-					return Task{}, errs.WithHint(conflict("task %s: its box (run %s) is not reaped: %v", id, run, err),
+					return Task{}, false, errs.WithHint(conflict("task %s: its box (run %s) is not reaped: %v", id, run, err),
 						fmt.Sprintf("run `roster-box reap %s`, then requeue again", run))
 				}
 			}
@@ -82,39 +83,51 @@ func (p *Partition) RequeueReaping(ctx context.Context, id, by string, reap func
 		task.State = Pending
 		task.Claim = nil
 		if _, err := t.emit(Line{Event: EvRequeued, Task: id, Run: run, By: by, Records: []Record{taskRec(*task, false)}}, true); err != nil {
-			return Task{}, err
+			return Task{}, false, err
 		}
-		return *task, t.commit()
+		return *task, true, t.commit()
 	}
 	fin, err := finishedTasks(p.W.Journal())
 	if err != nil {
-		return Task{}, err
+		return Task{}, false, err
 	}
 	old, ok := fin[id]
 	if !ok {
-		return Task{}, notFound("task %s: not found in worker %s", id, p.Name)
+		return Task{}, false, notFound("task %s: not found in worker %s", id, p.Name)
 	}
+	// The same task again, under its id: a new attempt, due now. Its
+	// earlier attempts stay in the journal (Partition.Attempts).
 	task := cloneTask(old)
-	task.ID = t.newTaskID()
 	task.State = Pending
-	task.CreatedAt = t.now
 	task.Claim = nil
 	task.FinishedAt = nil
 	task.Attempts = 0
 	task.Gates = nil
-	task.LastRun = ""
-	task.RefiledFrom = old.ID
-	task.Slot = nil
-	task.Template = ""
 	task.ScheduledAt = nil
 	for _, d := range task.DependsOn { // dependencies still live keep it waiting
 		if t.f.Task(d) != nil {
 			delete(task.Settled, d)
 		}
 	}
-	t.f.Tasks = append(t.f.Tasks, task)
-	if _, err := t.emit(Line{Event: EvRequeued, Task: task.ID, From: old.ID, By: by, Records: []Record{taskRec(task, false)}}, true); err != nil {
-		return Task{}, err
+	if len(task.Settled) == 0 {
+		task.Settled = nil
 	}
-	return task, t.commit()
+	t.f.Tasks = append(t.f.Tasks, task)
+	recs := []Record{taskRec(task, false)}
+	// Its dependents wait on it again (it is live: eligibility says
+	// waiting), and forget how it ended before.
+	for k := range t.f.Tasks {
+		d := &t.f.Tasks[k]
+		if d.ID != id && contains(d.DependsOn, id) && d.Settled[id] != "" {
+			delete(d.Settled, id)
+			if len(d.Settled) == 0 {
+				d.Settled = nil
+			}
+			recs = append(recs, taskRec(*d, false))
+		}
+	}
+	if _, err := t.emit(Line{Event: EvRequeued, Task: id, By: by, Reason: "was " + old.State, Records: recs}, true); err != nil {
+		return Task{}, false, err
+	}
+	return task, true, t.commit()
 }

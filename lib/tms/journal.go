@@ -32,6 +32,43 @@ func (p *Partition) Finished() ([]Task, error) {
 	return out, nil
 }
 
+// Attempt is one way a run of a task ended, or its requeue: a line of its
+// history (roster-task show lists them).
+type Attempt struct {
+	Seq    int64     `json:"seq"`
+	At     time.Time `json:"at"`
+	Event  string    `json:"event"` // completed, failed, canceled, needs-review, reclaimed, requeued
+	Run    string    `json:"run,omitempty"`
+	By     string    `json:"by,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// Attempts lists task id's history from the journal, oldest first: each
+// end of a run (completed, failed, canceled, needs-review, reclaimed) and
+// each requeue, so a task requeued under its id shows every attempt. It
+// reads the whole journal.
+func (p *Partition) Attempts(id string) ([]Attempt, error) {
+	lines, err := readJournal(p.W.Journal(), 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []Attempt
+	for _, l := range lines {
+		if l.Task != id {
+			continue
+		}
+		switch l.Event {
+		case EvCompleted, EvFailed, EvCanceled, EvNeedsReview, EvReclaimed, EvRequeued:
+			reason := l.Reason
+			if reason == "" && l.Evidence != nil {
+				reason = l.Evidence.Note
+			}
+			out = append(out, Attempt{Seq: l.Seq, At: l.At, Event: l.Event, Run: l.Run, By: l.By, Reason: reason})
+		}
+	}
+	return out, nil
+}
+
 // notLive is the error for a change to task id, which is not in
 // tasks.json: a conflict (13) naming its state when the journal has it
 // finished (docs/tools.md: a state change the current state forbids), else not

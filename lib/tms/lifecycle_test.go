@@ -398,7 +398,7 @@ func TestRequeueRefusesClaimedTaskWithLiveBox(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs.WriteBoxInfo(p.W.Run(run), self)
-	if _, err := p.Requeue(ctx, a.ID, ByOwner); !errors.Is(err, errs.ErrConflict) {
+	if _, _, err := p.Requeue(ctx, a.ID, ByOwner); !errors.Is(err, errs.ErrConflict) {
 		t.Fatalf("requeue with a live box: %v", err)
 	}
 	if _, err := p.Reclaim(ctx, a.ID, run, ""); !errors.Is(err, errs.ErrConflict) {
@@ -411,38 +411,86 @@ func TestRequeueClaimedTaskWithDeadBox(t *testing.T) {
 	a := mustAdd(t, p, NewTask{Text: "a"})
 	run := claim(t, p, a.ID)
 	writeDeadBox(t, p, run)
-	task, err := p.Requeue(ctx, a.ID, ByOwner)
-	if err != nil || task.ID != a.ID || task.State != Pending {
-		t.Fatalf("requeue = %+v, %v", task, err)
+	task, changed, err := p.Requeue(ctx, a.ID, ByOwner)
+	if err != nil || !changed || task.ID != a.ID || task.State != Pending {
+		t.Fatalf("requeue = %+v, %v, %v", task, changed, err)
 	}
 }
 
-func TestRequeuePendingTaskConflicts(t *testing.T) {
+func TestRequeuePendingTaskChangesNothing(t *testing.T) {
 	p, _ := open(t, newHome(t, "dobby"), "dobby")
 	a := mustAdd(t, p, NewTask{Text: "a"})
-	if _, err := p.Requeue(ctx, a.ID, ByOwner); !errors.Is(err, errs.ErrConflict) {
-		t.Fatalf("err = %v", err)
+	before := mustJournal(t, p)
+	task, changed, err := p.Requeue(ctx, a.ID, ByOwner)
+	if err != nil || changed || task.ID != a.ID {
+		t.Fatalf("requeue of a pending task = %+v, %v, %v", task, changed, err)
+	}
+	if after := mustJournal(t, p); len(after) != len(before) || len(mustRead(t, p).Tasks) != 1 {
+		t.Fatalf("journal %d -> %d lines, %d tasks", len(before), len(after), len(mustRead(t, p).Tasks))
 	}
 }
 
-func TestRequeueFinishedTaskFilesItAgainWithNewID(t *testing.T) {
+// TestRequeueRefilesTheSameTaskUnderItsID: a finished task comes back
+// pending under its own id; requeueing it three times makes one pending
+// task, not three; its dependents wait on it again and forget its failure.
+func TestRequeueRefilesTheSameTaskUnderItsID(t *testing.T) {
 	p, c := open(t, newHome(t, "dobby"), "dobby")
-	a := mustAdd(t, p, NewTask{Text: "again", Priority: 2})
+	at := t0.Add(time.Hour)
+	a := mustAdd(t, p, NewTask{Text: "again", Priority: 2, At: &at})
+	b := mustAdd(t, p, NewTask{Text: "after a", After: []string{a.ID}})
+	c.Add(2 * time.Hour)
 	run := claim(t, p, a.ID)
 	p.Attest(ctx, a.ID, run, runs.Evidence{Exit: 1})
+	if e := dueOf(t, p, b.ID); e.Status != StateBlocked {
+		t.Fatalf("b after a failed: %+v", e)
+	}
 	c.Add(time.Minute)
-	n, err := p.Requeue(ctx, a.ID, ByOwner)
-	if err != nil || n.ID == a.ID || n.RefiledFrom != a.ID || n.Text != "again" || n.Priority != 2 || n.State != Pending {
-		t.Fatalf("requeue = %+v, %v", n, err)
+	for i := 0; i < 3; i++ {
+		n, changed, err := p.Requeue(ctx, a.ID, ByOwner)
+		if err != nil || changed != (i == 0) || n.ID != a.ID || n.Text != "again" || n.Priority != 2 || n.State != Pending || n.ScheduledAt != nil {
+			t.Fatalf("requeue %d = %+v, %v, %v", i, n, changed, err)
+		}
+	}
+	f := mustRead(t, p)
+	if len(f.Tasks) != 2 || f.Task(b.ID).Settled[a.ID] != "" {
+		t.Fatalf("tasks after requeue: %+v", f.Tasks)
+	}
+	if e := dueOf(t, p, b.ID); e.Status != StateWaiting {
+		t.Fatalf("b after a is requeued: %+v", e)
 	}
 	j := mustJournal(t, p)
 	last := j[len(j)-1]
-	if last.Event != EvRequeued || last.Task != n.ID || last.From != a.ID {
+	if last.Event != EvRequeued || last.Task != a.ID || last.Version == 0 {
 		t.Fatalf("journal = %+v", last)
 	}
-	if _, err := p.Requeue(ctx, "t-2000-01-01-00-00-00-none", ByOwner); !errors.Is(err, errs.ErrNotFound) {
+	run = claim(t, p, a.ID)
+	p.Attest(ctx, a.ID, run, good)
+	if e := dueOf(t, p, b.ID); e.Status != StateDue {
+		t.Fatalf("b after a completed: %+v", e)
+	}
+	h, err := p.Attempts(a.ID)
+	if err != nil || len(h) != 3 || h[0].Event != EvFailed || h[1].Event != EvRequeued || h[2].Event != EvCompleted {
+		t.Fatalf("attempts = %+v, %v", h, err)
+	}
+	if _, _, err := p.Requeue(ctx, "t-2000-01-01-00-00-00-none", ByOwner); !errors.Is(err, errs.ErrNotFound) {
 		t.Fatalf("unknown: %v", err)
 	}
+	mustClean(t, p)
+}
+
+func dueOf(t *testing.T, p *Partition, id string) Eligibility {
+	t.Helper()
+	r, err := p.Due(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range r.Entries {
+		if e.ID == id {
+			return e.Eligibility
+		}
+	}
+	t.Fatalf("%s not in due", id)
+	return Eligibility{}
 }
 
 func TestRequeueNeedsReviewReturnsToPending(t *testing.T) {
@@ -453,7 +501,7 @@ func TestRequeueNeedsReviewReturnsToPending(t *testing.T) {
 	if got, _ := p.Attest(ctx, a.ID, run, good); got != NeedsReview {
 		t.Fatalf("attest = %q", got)
 	}
-	task, err := p.Requeue(ctx, a.ID, ByOwner)
+	task, _, err := p.Requeue(ctx, a.ID, ByOwner)
 	if err != nil || task.State != Pending {
 		t.Fatalf("requeue = %+v, %v", task, err)
 	}

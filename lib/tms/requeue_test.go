@@ -17,7 +17,7 @@ func TestRequeueOfDeadBoxReapsFirst(t *testing.T) {
 	a := mustAdd(t, p, NewTask{Text: "a"})
 	run := claim(t, p, a.ID)
 	writeDeadBox(t, p, run)
-	_, err := p.RequeueReaping(ctx, a.ID, ByOwner, func(string) error { return errors.New("exit status 1") })
+	_, _, err := p.RequeueReaping(ctx, a.ID, ByOwner, func(string) error { return errors.New("exit status 1") })
 	if !errors.Is(err, errs.ErrConflict) || !strings.Contains(errs.HintOf(err), "roster-box reap "+run) {
 		t.Fatalf("requeue with a failed reap = %v (hint %q), want 13 with a reap hint", err, errs.HintOf(err))
 	}
@@ -25,7 +25,7 @@ func TestRequeueOfDeadBoxReapsFirst(t *testing.T) {
 		t.Fatalf("after a failed reap the task is %s, want claimed", got.State)
 	}
 	var reaped []string
-	task, err := p.RequeueReaping(ctx, a.ID, ByOwner, func(r string) error {
+	task, _, err := p.RequeueReaping(ctx, a.ID, ByOwner, func(r string) error {
 		if b, _ := os.ReadFile(p.W.Journal()); strings.Contains(string(b), `"requeued"`) {
 			t.Error("reap ran after the requeue was journaled")
 		}
