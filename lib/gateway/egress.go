@@ -169,6 +169,12 @@ func (g *Gateway) serveConnect(w http.ResponseWriter, r *http.Request, start tim
 	g.record(entry, t.String())
 
 	var upN, downN atomic.Int64
+	defer func() { // every opened tunnel gets its closing line
+		entry.Open = false
+		entry.BytesUp, entry.BytesDn = upN.Load(), downN.Load()
+		entry.MS = g.cfg.Now().Sub(start).Milliseconds()
+		g.record(entry, t.String())
+	}()
 	if n := brw.Reader.Buffered(); n > 0 { // bytes the box sent right after its CONNECT
 		b, _ := brw.Reader.Peek(n)
 		if _, err := up.Write(b); err != nil {
@@ -177,10 +183,6 @@ func (g *Gateway) serveConnect(w http.ResponseWriter, r *http.Request, start tim
 		upN.Add(int64(n))
 	}
 	g.splice(box, up, &upN, &downN)
-	entry.Open = false
-	entry.BytesUp, entry.BytesDn = upN.Load(), downN.Load()
-	entry.MS = g.cfg.Now().Sub(start).Milliseconds()
-	g.record(entry, t.String())
 }
 
 // splice copies both ways until either side ends or neither has sent a
