@@ -13,6 +13,7 @@ import (
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"golang.org/x/sys/unix"
 
+	"github.com/roster-sh/roster/lib/agent"
 	"github.com/roster-sh/roster/lib/home"
 )
 
@@ -63,6 +64,9 @@ func containerConfig(s *Spec, rootfs, etc, self string) *configs.Config {
 		bind(s.Runs, BoxSelf+"/runs", true),
 		bind(filepath.Join(s.RunDir, "outbox"), BoxOutbox, false),
 	)
+	if s.AgentDir != "" {
+		mounts = append(mounts, bind(s.AgentDir, agent.BoxAgentDir, false))
+	}
 	for _, c := range s.Connections {
 		mounts = append(mounts, bind(c.Path, BoxHome+"/"+c.At, c.Mode != "rw"))
 	}

@@ -103,6 +103,11 @@ func Prepare(ctx context.Context, r Request) (*Supervision, error) {
 		sup.Gateway, genv = runGateway(h, spec, org, s, sup.Task, time.Now())
 		s.Env = append(s.Env, genv...)
 	}
+	if spec.Agent != "" && len(r.Command) == 0 {
+		if sup.Agent, err = prepareAgent(spec, org, s); err != nil {
+			return nil, err
+		}
+	}
 	passEnv := spec.PassEnv
 	if !r.Dispatched() {
 		passEnv = append(passEnv, "TERM") // ad-hoc runs have a terminal

@@ -101,7 +101,7 @@ func makeScratch(s *Spec, briefing []byte) (etc, self string, err error) {
 		"resolv.conf":   resolvConf(s),
 	}
 	for _, d := range []string{etc, filepath.Join(etc, "ssl", "certs"), self, filepath.Join(self, "view"),
-		filepath.Join(self, "runs"), filepath.Join(self, "outbox")} {
+		filepath.Join(self, "runs"), filepath.Join(self, "outbox"), filepath.Join(self, "agent")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return "", "", err
 		}

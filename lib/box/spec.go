@@ -32,6 +32,7 @@ type Spec struct {
 	View         string            // data/workers/W/view
 	Runs         string            // data/workers/W/runs
 	RunDir       string            // data/workers/W/runs/RUN
+	AgentDir     string            // runs/RUN/agent, writable at agent.BoxAgentDir; "" = not an agent run
 	Tools        map[string]string // in-box name → host path of a static suite binary (roster-task, roster-lock)
 }
 

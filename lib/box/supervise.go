@@ -52,6 +52,9 @@ type Supervision struct {
 	// Output, if set, also sees everything the box writes (an agent's
 	// event stream reader); it must not block.
 	Output io.Writer
+	// Agent, for an agent worker, runs the agent as the box's command
+	// (docs/agents.md); its plan is made when the box starts.
+	Agent *AgentRun
 }
 
 // Gateway is a run's gateway as the supervisor uses it (lib/gateway).
@@ -224,6 +227,7 @@ func (r *supervised) stopGateway() {
 // durable and the claim re-checked while it is prepared (ready).
 func (s *Supervision) start(ctx context.Context, r *supervised) (*Box, error) {
 	sp := s.Spec
+	agentErr := s.startAgent(r) // before the output is wired: it may read it
 	ready := func() error {
 		if err := runs.WriteBoxInfo(sp.RunDir, r.info); err != nil {
 			return err
@@ -275,7 +279,11 @@ func (s *Supervision) start(ctx context.Context, r *supervised) (*Box, error) {
 		r.pumps <- struct{}{}
 	}
 
-	b, lerr := LaunchAfter(ctx, sp, r.brief, stdio, ready)
+	var b *Box
+	lerr := agentErr // a missing agent: the box never starts
+	if lerr == nil {
+		b, lerr = LaunchAfter(ctx, sp, r.brief, stdio, ready)
+	}
 	outW.Close()
 	if errW != nil {
 		errW.Close()
@@ -391,6 +399,7 @@ func (s *Supervision) end(ctx context.Context, r *supervised, b *Box, ended, not
 	<-r.pumps
 	r.tr.Close()
 	r.stopGateway()
+	s.recordAgent(r)
 
 	r.rec.ExitCode, r.rec.Signal = ptr(exit.Code), exit.Signal
 	r.ev.Exit, r.ev.Signal = exit.Code, exit.Signal

@@ -139,4 +139,5 @@ func Briefing(runDir string) string     { return filepath.Join(runDir, "briefing
 func Recall(runDir string) string       { return filepath.Join(runDir, "recall.json") }
 func Transcript(runDir string) string   { return filepath.Join(runDir, "transcript.log") }
 func Outbox(runDir string) string       { return filepath.Join(runDir, "outbox") }
+func AgentDir(runDir string) string     { return filepath.Join(runDir, "agent") }
 func StoreChanges(runDir string) string { return filepath.Join(runDir, "store-changes.txt") }
