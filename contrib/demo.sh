@@ -72,4 +72,47 @@ if [ "$attested" != completed ]; then
 	echo "# the run was attested '$attested', not completed" >&2
 	exit 1
 fi
-echo "# done: the task ran in a box and was attested completed; look around: ls -R $ROSTER_HOME/data"
+
+# An AI agent worker: the real pi (make deps-agents installs it into /usr),
+# in a box, reaching its model only through the run's gateway. The model is
+# scripted: contrib/fakemodel on 127.0.0.1 plays the Anthropic API as the
+# anthropic provider's upstream, so the demo runs offline.
+echo
+echo "# an AI agent worker: pi, through the gateway; the model is scripted (contrib/fakemodel, offline)"
+tmp=$(mktemp -d)
+trap 'kill "${fakemodel_pid:-}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+go build -o "$tmp/fakemodel" "$repo/contrib/fakemodel"
+key="sk-ant-api03-demo-key-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+"$tmp/fakemodel" --key "$key" --script "$repo/contrib/demo-agent-script.json" >"$tmp/url" 2>"$tmp/calls.jsonl" &
+fakemodel_pid=$!
+for _ in $(seq 50); do [ -s "$tmp/url" ] && break; sleep 0.1; done
+url=$(cat "$tmp/url")
+echo "# the scripted model listens on $url; org.toml makes it the anthropic upstream"
+printf '\n[gateway.anthropic]\nupstream = "%s"\n' "$url" >>"$ROSTER_HOME/org.toml"
+echo "# the key goes into the vault (root-only, mode 0600): the box only ever sees a placeholder"
+install -d -m 0700 "$ROSTER_HOME/vault"
+printf '%s\n' "$key" | install -m 0600 /dev/stdin "$ROSTER_HOME/vault/anthropic"
+step roster worker add scribe --agent pi --model claude-sonnet-4-5 --heartbeat off \
+	--role "You keep a notebook of short notes in your store."
+echo
+echo "\$ roster worker task add scribe \"Write a note about today\""
+atask=$(roster worker task add scribe "Write a note about today")
+echo "$atask"
+step roster server start --until-idle
+arun=$(roster server runs ls --task "$atask" --json | sed -n 's/.*"id":"\([^"]*\)".*/\1/p' | head -n1)
+if [ -z "$arun" ]; then
+	echo "demo: the agent's task did not run" >&2
+	exit 1
+fi
+step roster server runs show "$arun"
+step roster server runs changes "$arun"
+echo
+echo "# what the scripted model saw: the real key on every call (key_matched), never the box's placeholder"
+sed 's/"last_user":"[^"]*",//' "$tmp/calls.jsonl"
+aattested=$(roster server runs show "$arun" --json | sed -n 's/.*"attested":"\([^"]*\)".*/\1/p')
+if [ "$aattested" != completed ]; then
+	echo "# the agent's run was attested '$aattested', not completed" >&2
+	exit 1
+fi
+echo
+echo "# done: both tasks ran in boxes and were attested completed; look around: ls -R $ROSTER_HOME/data"
