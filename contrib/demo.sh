@@ -89,9 +89,10 @@ for _ in $(seq 50); do [ -s "$tmp/url" ] && break; sleep 0.1; done
 url=$(cat "$tmp/url")
 echo "# the scripted model listens on $url; org.toml makes it the anthropic upstream"
 printf '\n[gateway.anthropic]\nupstream = "%s"\n' "$url" >>"$ROSTER_HOME/org.toml"
-echo "# the key goes into the vault (root-only, mode 0600): the box only ever sees a placeholder"
-install -d -m 0700 "$ROSTER_HOME/vault"
-printf '%s\n' "$key" | install -m 0600 /dev/stdin "$ROSTER_HOME/vault/anthropic"
+echo "# the key goes into the vault, from stdin (root-only, mode 0600): the box only ever sees a placeholder"
+echo "\$ roster key put anthropic <<<\"\$key\""
+printf '%s\n' "$key" | roster key put anthropic
+step roster key ls
 step roster worker add scribe --agent pi --model claude-sonnet-4-5 --heartbeat off \
 	--role "You keep a notebook of short notes in your store."
 echo
