@@ -166,6 +166,10 @@ func remainder(total, ledger ModelUse) ModelUse {
 	return r
 }
 
+// idMargin is how much earlier than its start a run's id may say: the id
+// is made at the claim, started_at when the supervisor starts.
+const idMargin = time.Hour
+
 // LocalDay returns the bounds of the local day (in loc; nil: time.Local)
 // that holds t.
 func LocalDay(t time.Time, loc *time.Location) (start, end time.Time) {
@@ -195,9 +199,10 @@ func SpentToday(h home.Home, worker string, now time.Time, loc *time.Location) (
 		return 0, 0, fmt.Errorf("list runs of %s: %w", worker, err)
 	}
 	for _, e := range ents {
-		// A run's id is its start to the second in UTC: skip other days unread.
+		// A run's id is the time of its claim in UTC, its start a moment
+		// later: skip other days unread, with an hour's margin.
 		rt, err := home.RunTime(e.Name())
-		if err != nil || rt.Before(start.Add(-time.Second)) || !rt.Before(end) {
+		if err != nil || rt.Before(start.Add(-idMargin)) || !rt.Before(end) {
 			continue
 		}
 		r, err := ReadRecord(w.Run(e.Name()))

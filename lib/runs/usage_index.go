@@ -51,7 +51,7 @@ func WorkerUsage(w home.Worker, since, now time.Time) (rows []RunUsage, problems
 	}
 	sinceDay := ""
 	if !since.IsZero() {
-		sinceDay = since.UTC().Add(-time.Second).Format("2006-01-02")
+		sinceDay = since.UTC().Add(-idMargin).Format("2006-01-02")
 	}
 	byDay := map[string][]string{}
 	for _, id := range ids {

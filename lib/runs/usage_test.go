@@ -109,6 +109,10 @@ func TestSpentTodayCountsProactiveRunsOfTheLocalDay(t *testing.T) {
 	writeRun(t, h, ended("2026-11-29-15-00-00-aaaa", Cost{ModelCalls: 1, InputTokens: 100, OutputTokens: 10, CacheReadTokens: 999, USD: f64(1)}, "proactive"))
 	// before the local day: does not count
 	writeRun(t, h, ended("2026-11-29-13-59-59-bbbb", Cost{ModelCalls: 1, InputTokens: 1000, USD: f64(10)}, "proactive"))
+	// claimed just before the day began, started in it: counts (its start decides)
+	late := ended("2026-11-29-13-59-30-gggg", Cost{ModelCalls: 1, InputTokens: 3, OutputTokens: 3, USD: f64(0.25)}, "proactive")
+	late.StartedAt = time.Date(2026, 11, 29, 14, 0, 5, 0, time.UTC)
+	writeRun(t, h, late)
 	// owner standing never counts
 	writeRun(t, h, ended("2026-11-30-09-00-00-cccc", Cost{ModelCalls: 1, InputTokens: 5000, USD: f64(50)}, "owner"))
 	// a live proactive run counts its ledger so far
@@ -127,8 +131,8 @@ func TestSpentTodayCountsProactiveRunsOfTheLocalDay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tokens != 110+20+44 || usd != 1.75 {
-		t.Fatalf("tokens %d usd %v, want 174 and 1.75", tokens, usd)
+	if tokens != 110+20+44+6 || usd != 2 {
+		t.Fatalf("tokens %d usd %v, want 180 and 2", tokens, usd)
 	}
 	// a worker without runs has spent nothing
 	if tokens, usd, err := SpentToday(h, "nobody", now, loc); err != nil || tokens != 0 || usd != 0 {
