@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/runs"
 	"github.com/roster-sh/roster/lib/tms"
@@ -600,5 +601,37 @@ fi
 	s, err = d.ReadState()
 	if err != nil || !strings.HasPrefix(s.Daily.Sweep, "skipped") || len(s.Daily.Swept) != 0 || s.Daily.Failed || s.Daily.Day != d.Today() {
 		t.Fatalf("dispatch.json with the sweep skipped: %+v, %v", s.Daily, err)
+	}
+}
+
+// Containment, Locks: a worker whose partition lock is held (here by the
+// test, as a flooding supervisor or a stuck process would) is skipped
+// after PartitionWait, logged once, and the other worker is claimed for
+// in the same tick; once the lock is free the skipped one is served.
+func TestBusyPartitionIsSkippedAndOthersClaim(t *testing.T) {
+	f := newFixture(t, "[dispatch]\ncap = 5\n")
+	f.worker("stuck", "")
+	f.worker("other", "")
+	f.add("stuck", 1)
+	f.add("other", 1)
+	lk, err := fsx.LockPath(context.Background(), f.h.Worker("stuck").TasksLock(), false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := f.dispatcher(Options{})
+	for i := 0; i < 2; i++ {
+		d.Tick(context.Background())
+		f.clock.add(2 * time.Second)
+	}
+	if f.claimed("other") != 1 {
+		t.Fatalf("other was not claimed for while stuck's lock was held:\n%s", f.log)
+	}
+	if n := f.log.count("partition busy"); n != 1 {
+		t.Fatalf("busy partition logged %d times over two ticks, want once:\n%s", n, f.log)
+	}
+	lk.Unlock()
+	d.Tick(context.Background())
+	if f.claimed("stuck") != 1 || f.log.count("partition free again") != 1 {
+		t.Fatalf("stuck not served once its lock was free:\n%s", f.log)
 	}
 }

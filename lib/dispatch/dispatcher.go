@@ -45,6 +45,7 @@ type Dispatcher struct {
 
 	org       *config.Org
 	bad       map[string]string // worker (or "org.toml") -> the error logged once
+	busy      map[string]bool   // workers skipped for a held partition lock (logged once)
 	held      string            // the hold logged as started, "" when none
 	credHeld  map[string]string // worker -> its credential hold logged as started (credhold.go)
 	rr        int               // round-robin start
@@ -75,7 +76,7 @@ type Dispatcher struct {
 // Lock first and keep it for as long as Run runs.
 func New(o Options) *Dispatcher {
 	d := &Dispatcher{o: o, h: o.Home, clock: o.Clock, log: o.Log, getenv: o.Getenv,
-		bad: map[string]string{}, kick: make(chan struct{}, 1),
+		bad: map[string]string{}, busy: map[string]bool{}, kick: make(chan struct{}, 1),
 		cache: map[string]*workerState{}, dirty: map[string]bool{}}
 	if d.clock == nil {
 		d.clock = tms.SystemClock{}
@@ -207,6 +208,29 @@ func (d *Dispatcher) open(org *config.Org, w string) (*tms.Partition, *config.Wo
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := tms.Open(d.h, w, tms.Options{Clock: d.clock, Org: org, Worker: spec, Getenv: d.getenv})
+	p, err := tms.Open(d.h, w, tms.Options{Clock: d.clock, Org: org, Worker: spec, Getenv: d.getenv, LockWait: PartitionWait})
 	return p, spec, err
+}
+
+// PartitionWait bounds how long the dispatcher waits for a worker's
+// partition lock; a worker whose lock it cannot get in that time is skipped
+// for the tick (logged once), so one worker's partition never holds up
+// another's claims (Containment).
+const PartitionWait = 500 * time.Millisecond
+
+// logBusy logs, once until it clears, that a worker was skipped because
+// its partition lock was held past PartitionWait.
+func (d *Dispatcher) logBusy(w string, err error) {
+	if _, ok := d.busy[w]; ok {
+		return
+	}
+	d.busy[w] = true
+	d.log.Warn("partition busy; skipping it this tick", "worker", w, "wait", PartitionWait.String(), "err", err.Error())
+}
+
+func (d *Dispatcher) clearBusy(w string) {
+	if d.busy[w] {
+		delete(d.busy, w)
+		d.log.Info("partition free again", "worker", w)
+	}
 }

@@ -83,18 +83,31 @@ func (d *Dispatcher) evaluate(ctx context.Context, org *config.Org, w string, se
 	if !served || spec.Paused {
 		if n, err := p.LiveClaims(ctx); err == nil {
 			ws.live = n
+		} else if prev := d.cache[w]; prev != nil {
+			ws.live = prev.live // busy: its claims still count against the cap
 		}
 		return ws, true
 	}
-	if _, err := p.FireTemplates(ctx); err != nil {
-		d.logOnce(w, err)
-		return nil, false
+	_, err = p.FireTemplates(ctx)
+	var due *tms.DueReport
+	if err == nil {
+		due, err = p.Due(ctx)
 	}
-	due, err := p.Due(ctx)
+	if errors.Is(err, errs.ErrBusy) {
+		// Its lock is held past PartitionWait: skip it this tick, keep the
+		// claims last counted against the cap, look again within a second.
+		d.logBusy(w, err)
+		ws.next = d.clock.Now().Add(time.Second)
+		if prev := d.cache[w]; prev != nil {
+			ws.live = prev.live
+		}
+		return ws, true
+	}
 	if err != nil {
 		d.logOnce(w, err)
 		return nil, false
 	}
+	d.clearBusy(w)
 	d.clearBad(w)
 	ws.claims, ws.due, ws.live, ws.next = true, due.Claimable, due.LiveClaims, due.Next
 	ws.credHold = due.CredentialHold
@@ -190,6 +203,10 @@ func (d *Dispatcher) claimRoundRobin(ctx context.Context, ready []*workerState, 
 				if _, err := ws.p.Claim(ctx, task.ID, run); err != nil {
 					if errors.Is(err, errs.ErrConflict) || errors.Is(err, errs.ErrNotFound) {
 						continue // someone else got there first, or it changed: next one
+					}
+					if errors.Is(err, errs.ErrBusy) {
+						d.logBusy(ws.name, err)
+						break
 					}
 					d.log.Error("claim failed", "worker", ws.name, "task", task.ID, "err", err)
 					break

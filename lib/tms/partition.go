@@ -32,6 +32,9 @@ type Options struct {
 	Org    *config.Org
 	Worker *config.Worker
 	Getenv func(string) string
+	// LockWait bounds how long a read or change waits for the partition
+	// lock (then errs.ErrBusy); 0 waits until it is granted.
+	LockWait time.Duration
 }
 
 // Partition is one worker's task partition: tasks/tasks.json,
@@ -45,8 +48,9 @@ type Partition struct {
 	W      home.Worker
 	Org    *config.Org
 	Spec   *config.Worker
-	clock  Clock
-	getenv func(string) string
+	clock    Clock
+	getenv   func(string) string
+	lockWait time.Duration
 }
 
 // Open returns worker's partition. The name must be valid (exit 2) and the
@@ -57,7 +61,7 @@ func Open(h home.Home, worker string, o Options) (*Partition, error) {
 	if err := home.ValidWorker(worker); err != nil {
 		return nil, err
 	}
-	p := &Partition{Home: h, Name: worker, W: h.Worker(worker), Org: o.Org, Spec: o.Worker, clock: o.Clock, getenv: o.Getenv}
+	p := &Partition{Home: h, Name: worker, W: h.Worker(worker), Org: o.Org, Spec: o.Worker, clock: o.Clock, getenv: o.Getenv, lockWait: o.LockWait}
 	if p.clock == nil {
 		p.clock = SystemClock{}
 	}
@@ -146,7 +150,11 @@ func (p *Partition) beginRaw(ctx context.Context, raw bool) (*txn, error) {
 	if err := p.ensureDirs(); err != nil {
 		return nil, err
 	}
-	lk, err := fsx.LockPath(ctx, p.W.TasksLock(), false, fsx.Forever)
+	wait := fsx.Forever
+	if p.lockWait > 0 {
+		wait = p.lockWait
+	}
+	lk, err := fsx.LockPath(ctx, p.W.TasksLock(), false, wait)
 	if err != nil {
 		return nil, err
 	}
