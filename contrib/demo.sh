@@ -35,36 +35,39 @@ step() {
 	"$@"
 }
 
-step roster init
-step roster worker add demo --heartbeat off \
-	--role "You keep a notebook of short dated notes in your store." \
-	--command /bin/sh --command /home/worker/demo/demo-worker.sh
-cat >>"$ROSTER_HOME/workers/demo.toml" <<TOML
+# tour prints a command exactly as README's tour shows it (so it can be
+# copied: README.md's test runs those lines) and runs it in this shell.
+tour() {
+	echo
+	echo "\$ $1"
+	eval "$1"
+}
 
-[[connection]]                # the demo worker's script, read-only in its box
+cd "$repo" # the tour runs from a checkout: $PWD/contrib, $PWD/demo-home
+tour 'export ROSTER_HOME=$PWD/demo-home'
+tour 'roster init'
+tour 'roster worker add demo --heartbeat off --role "You keep a notebook of short dated notes in your store." --command /bin/sh --command /home/worker/demo/demo-worker.sh'
+tour 'cat >>"$ROSTER_HOME/workers/demo.toml" <<TOML
+
+[[connection]]                # the demo worker'"'"'s script, read-only in its box
 name = "demo"
-path = "$repo/contrib"
+path = "$PWD/contrib"
 at = "demo"
 mode = "ro"
-TOML
-echo
-echo "\$ roster worker task add demo \"Write today's note\""
-task=$(roster worker task add demo "Write today's note")
-echo "$task"
-
-step roster server start --until-idle
-
-run=$(roster server runs ls --task "$task" --json | sed -n 's/.*"id":"\([^"]*\)".*/\1/p' | head -n1)
+TOML'
+tour 'task=$(roster worker task add demo "Write today'"'"'s note"); echo $task'
+tour 'roster server start --until-idle'
+tour 'run=$(roster server runs ls --task $task --json | sed -n '"'"'s/.*"id":"\([^"]*\)".*/\1/p'"'"')'
 if [ -z "$run" ]; then
 	echo "demo: the task did not run" >&2
 	exit 1
 fi
-step roster server runs ls
-step roster server runs show "$run"
-step roster server runs log "$run"
-step roster server runs changes "$run"
-step roster snap ls demo
-step roster worker task ls demo
+tour 'roster server runs ls'
+tour 'roster server runs show $run'
+tour 'roster server runs log $run'
+tour 'roster server runs changes $run'
+tour 'roster snap ls demo'
+tour 'roster worker task ls demo'
 
 attested=$(roster server runs show "$run" --json | sed -n 's/.*"attested":"\([^"]*\)".*/\1/p')
 echo
