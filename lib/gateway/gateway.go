@@ -84,7 +84,11 @@ type Config struct {
 	LedgerMax   int64   // 0 = DefaultLedgerMax
 	Now         func() time.Time
 	Resolve     func(ctx context.Context, host string) ([]netip.Addr, error) // nil = net.DefaultResolver
-	Limits      Limits
+	// Self are the host:port forms by which a box names the gateway itself
+	// (nil = DefaultSelf): an absolute http:// URI to one, from a client
+	// that proxies even loopback, is served as the route it names.
+	Self   []string
+	Limits Limits
 }
 
 // Gateway serves one run's box.
@@ -302,7 +306,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Header.Get("Upgrade") != "":
 		w.Header().Set("Connection", "close")
 		g.refuse(w, r, start, refusal{kind: runs.RefuseBadRequest, msg: "protocol upgrades are not served"})
-	case !strings.HasPrefix(r.RequestURI, "/"):
+	case !strings.HasPrefix(r.RequestURI, "/") && !(r.URL.Scheme == "http" && g.isSelf(r.URL.Host)):
 		g.serveHTTPProxy(w, r, start)
 	default:
 		name, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
@@ -313,6 +317,22 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, r, start, refusal{kind: runs.RefuseBadRequest,
 			msg: "not a model route (/PROVIDER/...), a CONNECT or an http:// proxy request"})
 	}
+}
+
+// DefaultSelf is where the in-box relay listens (docs/gateway.md).
+var DefaultSelf = []string{"127.0.0.1:3128", "localhost:3128", "[::1]:3128"}
+
+func (g *Gateway) isSelf(host string) bool {
+	self := g.cfg.Self
+	if self == nil {
+		self = DefaultSelf
+	}
+	for _, s := range self {
+		if strings.EqualFold(host, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // refusal is one refused request: what the box is told and what the

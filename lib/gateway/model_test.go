@@ -377,3 +377,22 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// A client that sends even its loopback requests through HTTP_PROXY names
+// the gateway by the relay's address in an absolute URI: served as the
+// route, not refused as an IP literal.
+func TestAbsoluteURIToTheGatewayItselfIsARoute(t *testing.T) {
+	up := newFakeUpstream(t, realKey)
+	c := vaultCreds(t, map[string]string{"anthropic": realKey})
+	r := newRig(t, Config{Providers: providers(up, nil, c), Granted: []string{"anthropic"}, Creds: c})
+	conn := r.dial()
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST http://127.0.0.1:3128/anthropic/v1/messages HTTP/1.1\r\nHost: 127.0.0.1:3128\r\nContent-Length: 2\r\n\r\n{}")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, resp); resp.StatusCode != 200 || up.calls.Load() != 1 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+}
