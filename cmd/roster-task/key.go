@@ -49,12 +49,7 @@ func providers(h home.Home) (map[string]gateway.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]gateway.Provider{}
-	for name, p := range org.Gateway.Providers {
-		out[name] = gateway.Provider{Name: name, Style: p.API, Upstream: p.Upstream,
-			Credentials: p.Credentials, KeyEnv: p.KeyEnv, BaseEnv: p.BaseEnv}
-	}
-	return out, nil
+	return gateway.OrgProviders(org), nil
 }
 
 func knownProvider(ps map[string]gateway.Provider, name string) error {

@@ -63,15 +63,15 @@ func ProviderHold(h home.Home, org *config.Org, spec *config.Worker, getenv func
 		v := getenv(name)
 		return v, v != ""
 	}}
+	providers := gateway.OrgProviders(org)
 	var reasons []string
 	for _, name := range spec.Gateway.Providers {
-		p, ok := org.Gateway.Providers[name]
+		p, ok := providers[name]
 		if !ok {
 			reasons = append(reasons, name+": not a provider of org.toml")
 			continue
 		}
-		_, err := gateway.Lookup(gateway.Provider{Name: p.Name, Style: p.API, Upstream: p.Upstream,
-			Credentials: p.Credentials, KeyEnv: p.KeyEnv, BaseEnv: p.BaseEnv}, creds, now)
+		_, err := gateway.Lookup(p, creds, now)
 		if err == nil {
 			return "", ""
 		}
