@@ -456,6 +456,13 @@ func ParseWorker(name, file string, data []byte) (*Worker, error) {
 		}
 	}
 	w.PassEnv = append([]string{}, f.PassEnv...)
+	if f.Network == "gateway" {
+		for _, e := range f.PassEnv {
+			if isKeyVariable(e) {
+				return nil, usageSpecError(file, fmt.Sprintf("pass_env: %s is a model key: a gateway box never holds one (the gateway injects it; put the key in the vault with `roster key put PROVIDER`)", e))
+			}
+		}
+	}
 	if f.Network == "host" {
 		for _, e := range f.PassEnv {
 			if isKeyVariable(e) {

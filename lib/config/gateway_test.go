@@ -114,8 +114,18 @@ func TestGrantForms(t *testing.T) {
 func TestPassEnvOfAModelKeyRefusedInAGatewayBox(t *testing.T) {
 	o, _ := ParseOrg("org.toml", []byte("[gateway.local]\nupstream = \"http://127.0.0.1:1\"\n"))
 	for _, v := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "LOCAL_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"} {
-		w, err := ParseWorker("w", "w.toml", []byte("uid = 7\ncommand = [\"/bin/sh\"]\npass_env = [\""+v+"\"]\n"))
-		if err != nil {
+		spec := "uid = 7\ncommand = [\"/bin/sh\"]\npass_env = [\"" + v + "\"]\n"
+		w, err := ParseWorker("w", "w.toml", []byte(spec))
+		if v != "LOCAL_API_KEY" { // a built-in key variable: refused at load already
+			if !errors.Is(err, errs.ErrUsage) || !strings.Contains(err.Error(), v+" is a model key") {
+				t.Errorf("pass_env %s at load: %v, want exit 2", v, err)
+			}
+			w, err = ParseWorker("w", "w.toml", []byte(spec+"network = \"host\"\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Network = "gateway" // as if: the org-wide check refuses it too
+		} else if err != nil {
 			t.Fatal(err)
 		}
 		if err := CheckWorkerWithOrg(w, o); !errors.Is(err, errs.ErrUsage) || !strings.Contains(err.Error(), v+" is a model key") {
