@@ -43,11 +43,11 @@ type Options struct {
 // read-modify-write; a Partition holds no state between calls, so any
 // number of processes may each open the same partition.
 type Partition struct {
-	Home   home.Home
-	Name   string
-	W      home.Worker
-	Org    *config.Org
-	Spec   *config.Worker
+	Home     home.Home
+	Name     string
+	W        home.Worker
+	Org      *config.Org
+	Spec     *config.Worker
 	clock    Clock
 	getenv   func(string) string
 	lockWait time.Duration
