@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"sort"
@@ -31,6 +32,10 @@ import (
 // same and nothing is saved.
 
 const usageLockWait = 5 * time.Second
+
+// maxUsageDay bounds one index file: a day of rows is a few hundred KiB
+// even for a worker running all day.
+const maxUsageDay = 64 << 20
 
 type usageDayFile struct {
 	Format int        `json:"format"`
@@ -191,12 +196,18 @@ func readUsageDay(path, day string) (map[string]RunUsage, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var d usageDayFile
-	dec := json.NewDecoder(f)
-	if err := dec.Decode(&d); err != nil {
-		return nil, fmt.Errorf("%s: %v: %w", path, err, errs.ErrRefused)
-	}
 	bad := func(why string) error { return fmt.Errorf("%s: %s: %w", path, why, errs.ErrRefused) }
+	data, err := io.ReadAll(io.LimitReader(f, maxUsageDay+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxUsageDay {
+		return nil, bad(fmt.Sprintf("larger than %d bytes", maxUsageDay))
+	}
+	var d usageDayFile
+	if err := json.Unmarshal(data, &d); err != nil {
+		return nil, bad(err.Error())
+	}
 	if d.Format != 1 {
 		return nil, bad(fmt.Sprintf("unknown format %d", d.Format))
 	}

@@ -196,6 +196,7 @@ func TestUsageIndexUnreadableIsSetAsideAndRebuilt(t *testing.T) {
 		`{"format":1,"day":"2026-11-29","runs":[]}`,
 		`{"format":1,"day":"2026-11-30","runs":[{"id":"2026-11-29-10-00-00-aaaa","stat":{}}]}`,
 		`{"format":1,"day":"2026-11-30","runs":[{"id":"2026-11-30-10-00-00-bbbb","stat":{},"input_tokens":-1}]}`,
+		`{"format":1,"day":"2026-11-30","runs":[]} trailing`,
 	} {
 		os.MkdirAll(w.Usage(), 0o755)
 		if err := os.WriteFile(w.UsageDay("2026-11-30"), []byte(bad), 0o644); err != nil {
@@ -245,4 +246,24 @@ func TestSumUsageByDayWorkerModel(t *testing.T) {
 	if _, err := SumUsage(ws, "hour", loc); err == nil {
 		t.Fatal("--by hour accepted")
 	}
+}
+
+func FuzzReadUsageDay(f *testing.F) {
+	f.Add([]byte(`{"format":1,"day":"2026-11-30","runs":[{"id":"2026-11-30-10-00-00-bbbb","started_at":"2026-11-30T10:00:00Z","wall_seconds":1,"cpu_seconds":1,"model_calls":1,"input_tokens":1,"output_tokens":1,"cache_read_tokens":0,"cache_write_tokens":0,"models":{"m":{"model_calls":1,"input_tokens":1,"output_tokens":1,"cache_read_tokens":0,"cache_write_tokens":0}},"stat":{"ino":1,"size":2,"mtime_ns":3}}]}`))
+	f.Add([]byte(`{"format":1,"day":"2026-11-30","runs":[]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "2026-11-30.json")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := readUsageDay(path, "2026-11-30")
+		if err != nil {
+			return
+		}
+		for id, u := range rows {
+			if id != u.ID || !strings.HasPrefix(id, "2026-11-30-") || u.Stat == nil || !validUse(u.ModelUse) {
+				t.Fatalf("accepted a bad row %+v", u)
+			}
+		}
+	})
 }
