@@ -44,7 +44,7 @@ func listenGateway(s *Spec) (string, net.Listener, error) {
 		return "", nil, err
 	}
 	l.(*net.UnixListener).SetUnlinkOnClose(true)
-	if err := os.Chown(sock, s.UID, s.UID); err == nil {
+	if err = os.Chown(sock, s.UID, s.UID); err == nil {
 		err = os.Chmod(sock, 0o600)
 	}
 	if err != nil {
