@@ -74,14 +74,16 @@ type fileKey struct {
 const UnattributedModel = "-"
 
 // UsageOf computes one run's usage from its record and its ledger. A run
-// not ended yet counts its ledger so far and its time until now; an ended
-// run's totals are run.json's, and the ledger only splits them by model.
+// still running counts its ledger so far and its time until now; a lost
+// one (no end recorded, its supervisor gone) its ledger and no time; an
+// ended run's totals are run.json's, and the ledger only splits them by
+// model.
 // A missing ledger is no error (a box without a gateway); bad ledger lines
 // are left out.
 func UsageOf(runDir string, r *Record, now time.Time) (RunUsage, error) {
 	u := RunUsage{ID: r.ID, StartedAt: r.StartedAt, Standing: r.Standing,
 		WallSeconds: r.Cost.WallSeconds, CPUSeconds: r.Cost.CPUSeconds}
-	if r.EndedAt == nil {
+	if r.EndedAt == nil && !Finished(runDir) {
 		u.Live = true
 		if d := now.Sub(r.StartedAt); d > 0 {
 			u.WallSeconds = d.Seconds()
@@ -116,7 +118,9 @@ func UsageOf(runDir string, r *Record, now time.Time) (RunUsage, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return u, fmt.Errorf("%s: %w", GatewayLedger(runDir), err)
 	}
-	if u.Live {
+	if r.EndedAt == nil {
+		// Live, or lost (its supervisor gone before it wrote the end, and
+		// not reaped yet: no time counted, the calls it made do count).
 		u.ModelUse = ledger
 	} else {
 		u.ModelUse = ModelUse{Calls: r.Cost.ModelCalls, InputTokens: r.Cost.InputTokens, OutputTokens: r.Cost.OutputTokens,

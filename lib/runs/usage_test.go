@@ -267,3 +267,21 @@ func FuzzReadUsageDay(f *testing.F) {
 		}
 	})
 }
+
+func TestUsageOfLostRunCountsItsCallsNotTimeUntilNow(t *testing.T) {
+	h := testHome(t)
+	start := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	r := Record{ID: "2026-11-20-10-00-00-aaaa", Standing: "proactive", StartedAt: start}
+	dir := writeRun(t, h, r, call("m", 5, 5, nil))
+	// box.json names a process that is gone: the run is lost, not live
+	if err := os.WriteFile(filepath.Join(dir, "box.json"), []byte(`{"format":1,"pid":999999999,"start_ticks":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !Finished(dir) {
+		t.Fatal("setup: Finished does not see a run whose supervisor is gone as over")
+	}
+	u, _ := UsageOf(dir, &r, start.Add(240*time.Hour))
+	if u.Live || u.WallSeconds != 0 || u.Calls != 1 || u.InputTokens != 5 {
+		t.Fatalf("lost run: %+v", u)
+	}
+}
