@@ -60,64 +60,77 @@ func main() {
 	// the in-box relay's hop is part of the path a box's client takes
 	relay := relayTo(sock)
 
+	dBase, vBase := "http://"+up, "http://"+relay+"/anthropic"
+	latency(dBase, vBase, *n)
+	throughput(dBase, vBase, *conc, *dur, *prof)
+	tunnels(relay, echo)
+}
+
+// call makes one model call (a JSON answer, or a stream) and returns its
+// time and the time to its first byte.
+func call(c *http.Client, base string, stream bool) (time.Duration, time.Duration) {
+	b := `{"model":"claude-bench","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}`
+	if stream {
+		b = strings.Replace(b, "{", `{"stream":true,`, 1)
+	}
+	req, _ := http.NewRequest("POST", base+"/v1/messages", strings.NewReader(b))
+	req.Header.Set("x-api-key", "sk-bench-key")
+	req.Header.Set("content-type", "application/json")
+	t0 := time.Now()
+	resp, err := c.Do(req)
+	if err != nil {
+		fail(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadByte(); err != nil {
+		fail(fmt.Errorf("first byte: %v", err))
+	}
+	first := time.Since(t0)
+	io.Copy(io.Discard, br)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		fail(fmt.Errorf("status %d", resp.StatusCode))
+	}
+	return time.Since(t0), first
+}
+
+// latency times model calls direct and through the gateway, interleaved.
+func latency(dBase, vBase string, n int) {
 	direct := client(nil)
 	via := client(nil)
-	body := `{"model":"claude-bench","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}`
-	call := func(c *http.Client, base string, stream bool) (time.Duration, time.Duration) {
-		b := body
-		if stream {
-			b = strings.Replace(body, "{", `{"stream":true,`, 1)
-		}
-		req, _ := http.NewRequest("POST", base+"/v1/messages", strings.NewReader(b))
-		req.Header.Set("x-api-key", "sk-bench-key")
-		req.Header.Set("content-type", "application/json")
-		t0 := time.Now()
-		resp, err := c.Do(req)
-		if err != nil {
-			fail(err)
-		}
-		br := bufio.NewReader(resp.Body)
-		if _, err := br.ReadByte(); err != nil {
-			fail(fmt.Errorf("first byte: %v", err))
-		}
-		first := time.Since(t0)
-		io.Copy(io.Discard, br)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			fail(fmt.Errorf("status %d", resp.StatusCode))
-		}
-		return time.Since(t0), first
-	}
-	dBase, vBase := "http://"+up, "http://"+relay+"/anthropic"
 	for i := 0; i < 200; i++ { // warm both paths
 		call(direct, dBase, false)
 		call(via, vBase, false)
 	}
 	var dl, vl, dfirst, vfirst []time.Duration
-	for i := 0; i < *n; i++ { // interleaved, so noise hits both alike
+	for i := 0; i < n; i++ { // interleaved, so noise hits both alike
 		a, _ := call(direct, dBase, false)
 		b, _ := call(via, vBase, false)
 		dl, vl = append(dl, a), append(vl, b)
 	}
-	for i := 0; i < *n/4; i++ {
+	for i := 0; i < n/4; i++ {
 		_, a := call(direct, dBase, true)
 		_, b := call(via, vBase, true)
 		dfirst, vfirst = append(dfirst, a), append(vfirst, b)
 	}
 	md, mv := pct(dl, 50), pct(vl, 50)
 	pd, pv := pct(dl, 99), pct(vl, 99)
-	fmt.Printf("model call (JSON, %d each, interleaved)\n", *n)
+	fmt.Printf("model call (JSON, %d each, interleaved)\n", n)
 	fmt.Printf("  direct      median %8s  p99 %8s\n", us(md), us(pd))
 	fmt.Printf("  via gateway median %8s  p99 %8s\n", us(mv), us(pv))
 	fmt.Printf("  added       median %8s  p99 %8s   (targets <= 1ms, <= 5ms)   ratio %.2fx\n", us(mv-md), us(pv-pd), float64(mv)/float64(md))
 	fd, fv := pct(dfirst, 50), pct(vfirst, 50)
 	fmt.Printf("first streamed byte (SSE)  direct %s  via gateway %s  added %s (target within 2ms)\n", us(fd), us(fv), us(fv-fd))
 
+}
+
+// throughput runs conc clients for dur against each side in turn.
+func throughput(dBase, vBase string, conc int, dur time.Duration, prof string) {
 	for _, side := range []struct {
 		name, base string
 	}{{"direct", dBase}, {"via gateway", vBase}} {
-		if *prof != "" && side.name != "direct" {
-			f, err := os.Create(*prof)
+		if prof != "" && side.name != "direct" {
+			f, err := os.Create(prof)
 			if err != nil {
 				fail(err)
 			}
@@ -125,9 +138,9 @@ func main() {
 			defer pprof.StopCPUProfile()
 		}
 		var count atomic.Int64
-		ctx, cancel := context.WithTimeout(context.Background(), *dur)
+		ctx, cancel := context.WithTimeout(context.Background(), dur)
 		var wg sync.WaitGroup
-		for i := 0; i < *conc; i++ {
+		for i := 0; i < conc; i++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -140,9 +153,14 @@ func main() {
 		}
 		wg.Wait()
 		cancel()
-		fmt.Printf("throughput %-11s %7.0f requests/s (%d clients, %s)\n", side.name, float64(count.Load())/dur.Seconds(), *conc, *dur)
+		fmt.Printf("throughput %-11s %7.0f requests/s (%d clients, %s)\n", side.name, float64(count.Load())/dur.Seconds(), conc, dur)
 	}
 
+}
+
+// tunnels opens 100 CONNECT tunnels through the gateway and reports the
+// memory they cost.
+func tunnels(relay, echo string) {
 	// 100 open tunnels: the gateway's heap and the process's RSS
 	runtime.GC()
 	before := rss()
