@@ -53,8 +53,8 @@
 // A hostile box is expected: connections are bounded in number (excess
 // ones wait in the socket's backlog, and past it the kernel refuses them),
 // header bytes and header time are bounded, a request head with both
-// Content-Length and Transfer-Encoding is refused and its connection closed
-// (net/http would accept it; a guard follows each connection's framing to
-// see it), idle tunnels are closed, and Close ends everything within
-// Limits.CloseWait.
+// Content-Length and Transfer-Encoding or with a folded header line is
+// refused and its connection closed (net/http would accept either; a guard
+// follows each connection's framing to see them), idle tunnels are closed,
+// and Close ends everything within Limits.CloseWait.
 package gateway

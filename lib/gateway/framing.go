@@ -8,9 +8,10 @@ import (
 
 // framing follows the HTTP/1.1 message framing of the bytes a box sends on
 // one connection, as they are read, to see what net/http hides: a request
-// head holding both Content-Length and Transfer-Encoding. net/http accepts
-// such a request (it drops Content-Length, as RFC 9112 permits); the
-// gateway refuses it, since a request that two parsers could frame
+// head holding both Content-Length and Transfer-Encoding, or a header line
+// folded onto the next (obs-fold). net/http accepts both (it drops
+// Content-Length, as RFC 9112 permits, and joins folded lines); the
+// gateway refuses them, since a request that two parsers could frame
 // differently is a smuggling attempt, never an agent's honest request.
 //
 // It tracks heads and bodies (Content-Length or chunked) so that it sees
@@ -19,7 +20,7 @@ import (
 // says so: the gateway then closes the connection after the current
 // answer, so no request goes unseen.
 type framing struct {
-	ambiguous atomic.Bool // a head held both headers: refuse, close
+	ambiguous atomic.Bool // a head held both headers or a folded line: refuse, close
 	lost      atomic.Bool // no longer following: close after this answer
 
 	state   int
@@ -31,6 +32,7 @@ type framing struct {
 	hasTE   bool
 	upgrade bool
 	connect bool
+	folded  bool
 	cl      int64
 	remain  int64
 }
@@ -118,6 +120,10 @@ func (f *framing) onLine(line []byte) {
 			return
 		}
 		if len(line) > 0 {
+			if line[0] == ' ' || line[0] == '\t' {
+				f.folded = true // obs-fold: net/http joins it to the line before
+				return
+			}
 			name, value, ok := bytes.Cut(line, []byte(":"))
 			if !ok {
 				return
@@ -140,10 +146,10 @@ func (f *framing) onLine(line []byte) {
 		}
 		// End of the head.
 		hasCL, hasTE, cl := f.hasCL, f.hasTE, f.cl
-		connect, upgrade := f.connect, f.upgrade
-		f.reqLine, f.hasCL, f.hasTE, f.upgrade, f.connect, f.cl, f.head = false, false, false, false, false, 0, 0
+		connect, upgrade, folded := f.connect, f.upgrade, f.folded
+		f.reqLine, f.hasCL, f.hasTE, f.upgrade, f.connect, f.folded, f.cl, f.head = false, false, false, false, false, false, 0, 0
 		switch {
-		case hasCL && hasTE:
+		case hasCL && hasTE, folded:
 			f.ambiguous.Store(true)
 			f.stop(true)
 		case connect:

@@ -290,7 +290,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if gc, _ := r.Context().Value(connKey{}).(*gwConn); gc != nil {
 		if gc.framing.ambiguous.Load() {
 			w.Header().Set("Connection", "close")
-			g.refuse(w, r, start, refusal{kind: runs.RefuseBadRequest, msg: "a request with both Content-Length and Transfer-Encoding is refused (request smuggling)"})
+			g.refuse(w, r, start, refusal{kind: runs.RefuseBadRequest, msg: "an ambiguous request head (both Content-Length and Transfer-Encoding, or a folded header line) is refused as request smuggling"})
 			return
 		}
 		if gc.framing.lost.Load() && r.Method != http.MethodConnect {

@@ -109,6 +109,8 @@ func TestSmuggledRequestIsRefused(t *testing.T) {
 	for _, raw := range []string{
 		"POST /anthropic/v1/messages HTTP/1.1\r\nHost: g\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /anthropic/v1/models HTTP/1.1\r\nHost: g\r\n\r\n",
 		"POST /anthropic/v1/messages HTTP/1.1\r\nHost: g\r\ntransfer-encoding: chunked\r\ncontent-length: 44\r\n\r\n0\r\n\r\n",
+		// A folded line, which net/http joins to the one before.
+		"POST /anthropic/v1/messages HTTP/1.1\r\nHost: g\r\nTransfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n",
 		// A clean request first, then the ambiguous one on the same connection.
 		"POST /anthropic/v1/messages HTTP/1.1\r\nHost: g\r\nContent-Length: 2\r\n\r\n{}" +
 			"POST /anthropic/v1/messages HTTP/1.1\r\nHost: g\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n" +
@@ -142,6 +144,23 @@ func TestSmuggledRequestIsRefused(t *testing.T) {
 		if served := up.calls.Load() - before; served != int64(len(statuses)-1) {
 			t.Fatalf("%q: upstream served %d, statuses %v", raw, served, statuses)
 		}
+	}
+	// What net/http refuses itself (two differing lengths, an encoding
+	// other than chunked, a line-folded Transfer-Encoding): answered 4xx/5xx
+	// and never served upstream.
+	for _, raw := range []string{
+		"POST /anthropic/v1/messages HTTP/1.1\r\nHost: g\r\nContent-Length: 2\r\nContent-Length: 40\r\n\r\n{}",
+		"POST /anthropic/v1/messages HTTP/1.1\r\nHost: g\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+	} {
+		conn := r.dial()
+		before := up.calls.Load()
+		io.WriteString(conn, raw)
+		conn.SetReadDeadline(time.Now().Add(safety))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil || resp.StatusCode < 400 || up.calls.Load() != before {
+			t.Fatalf("%q: %v %v, upstream calls %d", raw, resp, err, up.calls.Load()-before)
+		}
+		conn.Close()
 	}
 	// Behind a refused CONNECT (after which the guard no longer follows the
 	// framing) nothing more is read from the connection.

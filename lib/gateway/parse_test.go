@@ -196,6 +196,7 @@ func TestFramingFollowsKeptAliveRequests(t *testing.T) {
 		{"connect", "CONNECT a:443 HTTP/1.1\r\n\r\n\x16\x03\x01Content-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", false, false},
 		{"bad chunk", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", false, true},
 		{"upgrade", "GET / HTTP/1.1\r\nUpgrade: websocket\r\n\r\n", false, true},
+		{"folded", "GET / HTTP/1.1\r\nX-A: b\r\n\tc\r\n\r\n", true, true},
 	} {
 		for _, step := range []int{len(tc.raw), 1, 5} {
 			f := newFraming(1 << 16)
