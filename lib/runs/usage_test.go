@@ -2,9 +2,11 @@ package runs
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -283,5 +285,50 @@ func TestUsageOfLostRunCountsItsCallsNotTimeUntilNow(t *testing.T) {
 	u, _ := UsageOf(dir, &r, start.Add(240*time.Hour))
 	if u.Live || u.WallSeconds != 0 || u.Calls != 1 || u.InputTokens != 5 {
 		t.Fatalf("lost run: %+v", u)
+	}
+}
+
+func TestUsageIndexConcurrentReadersAgree(t *testing.T) {
+	h := testHome(t)
+	w := h.Worker("dobby")
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for i := 0; i < 40; i++ {
+		id := fmt.Sprintf("2026-11-%02d-10-00-00-%04d", 1+i%28, i)
+		writeRun(t, h, ended(id, Cost{WallSeconds: 1, ModelCalls: 1, InputTokens: int64(i)}, "proactive"), call("m", int64(i), 0, f64(0.01)))
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rows, probs, err := WorkerUsage(w, time.Time{}, now)
+			switch {
+			case err != nil:
+				errc <- err
+			case len(rows) != 40:
+				errc <- fmt.Errorf("%d rows, want 40", len(rows))
+			case len(probs) > 0 && !strings.Contains(probs[0].Error(), "not updated"):
+				errc <- fmt.Errorf("problems %v", probs)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
+	}
+	// every index file parses and, together, they hold every run once
+	n := 0
+	files, _ := filepath.Glob(filepath.Join(w.Usage(), "*.json"))
+	for _, f := range files {
+		rows, err := readUsageDay(f, strings.TrimSuffix(filepath.Base(f), ".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(rows)
+	}
+	if n != 40 {
+		t.Fatalf("the index holds %d rows, want 40", n)
 	}
 }
