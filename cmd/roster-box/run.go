@@ -86,6 +86,13 @@ func (c *RunCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
+	if n := rec.Notified; n != nil {
+		msg := fmt.Sprintf("roster-box: run %s: on_failure hook exited %d after %.1fs", run, n.Exit, n.Seconds)
+		if n.Error != "" {
+			msg += ": " + n.Error
+		}
+		fmt.Fprintln(env.Stderr, msg)
+	}
 	if dispatched {
 		return nil // the supervisor did its job; the record says how the box did
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/notify"
 	"github.com/roster-sh/roster/lib/outbox"
 	"github.com/roster-sh/roster/lib/runs"
 	"github.com/roster-sh/roster/lib/tms"
@@ -55,6 +56,12 @@ type Supervision struct {
 	// Agent, for an agent worker, runs the agent as the box's command
 	// (docs/agents.md); its plan is made when the box starts.
 	Agent *AgentRun
+
+	// OnFailure is org.toml's [notify] on_failure (lib/notify), run by
+	// finish for a run attested failed or ended by its ceiling; Home is
+	// the home's folder it is told.
+	OnFailure []string
+	Home      string
 }
 
 // Gateway is a run's gateway as the supervisor uses it (lib/gateway).
@@ -417,9 +424,30 @@ func (s *Supervision) end(ctx context.Context, r *supervised, b *Box, ended, not
 }
 
 // finish attests the task, writes run.json, takes the snapshot and writes
+// run.json again with it; then, for a run attested failed or ended by its
+// ceiling, runs the [notify] on_failure hook and records how it went.
+func (s *Supervision) finish(ctx context.Context, rec *runs.Record, ev *runs.Evidence, started bool) {
+	s.record(ctx, rec, ev, started)
+	if len(s.OnFailure) == 0 || !notify.Wanted(rec.Attested, rec.Ended) {
+		return
+	}
+	reason := ev.Reason
+	if rec.Ended == "ceiling" {
+		reason = "ceiling " + rec.Ceiling
+	} else if reason == "" {
+		reason = ev.Note
+	}
+	rec.Notified = notify.Run(context.WithoutCancel(ctx), s.OnFailure, notify.Event{
+		Home: s.Home, Worker: s.Spec.Worker, Run: rec.ID, Task: rec.Task,
+		Attested: rec.Attested, Ended: rec.Ended, Reason: reason,
+	})
+	_ = runs.WriteRecord(s.Spec.RunDir, rec)
+}
+
+// record attests the task, writes run.json, takes the snapshot and writes
 // run.json again with it. A box that never started changed nothing: no
 // snapshot is taken (nor its store lock waited for).
-func (s *Supervision) finish(ctx context.Context, rec *runs.Record, ev *runs.Evidence, started bool) {
+func (s *Supervision) record(ctx context.Context, rec *runs.Record, ev *runs.Evidence, started bool) {
 	rec.Report.Status = ev.Report
 	if s.Task != nil {
 		verdict, err := s.Part.Attest(ctx, s.Task.ID, rec.ID, *ev)

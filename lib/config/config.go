@@ -39,6 +39,12 @@ type Org struct {
 		Poll        time.Duration  // longest sleep between ticks
 		Credentials []string       // "file:PATH" or "env:NAME"; empty = never hold
 		Zone        *time.Location // zone: the host zone; nil = the system zone (use Org.Zone)
+		// RetryBackoff: the waits before each automatic retry of a failed
+		// run (--retries), the last repeating.
+		RetryBackoff []time.Duration
+	}
+	Notify struct {
+		OnFailure []string // a host command (argv) run once per failed run; empty = none
 	}
 	Ceilings struct {
 		Filed, Recurring, Heartbeat, Relay, Continuation, Adhoc time.Duration
@@ -65,6 +71,22 @@ const (
 	DefaultPoll      = "2s"
 	DefaultProactive = "2h"
 )
+
+// DefaultRetryBackoff is [dispatch] retry_backoff's default.
+var DefaultRetryBackoff = []string{"1m", "5m", "30m", "2h"}
+
+// RetryWait is the wait before the n-th automatic retry (n from 1): the
+// n-th entry of retry_backoff, the last repeating.
+func (o *Org) RetryWait(n int) time.Duration {
+	b := o.Dispatch.RetryBackoff
+	if len(b) == 0 {
+		return 0
+	}
+	if n < 1 {
+		n = 1
+	}
+	return b[min(n, len(b))-1]
+}
 
 // DefaultCeilings are the wall-clock limits of a run by the task's kind.
 var DefaultCeilings = map[string]string{
@@ -106,7 +128,11 @@ type orgFile struct {
 		Poll        string   `toml:"poll"`
 		Credentials []string `toml:"credentials"`
 		Zone        string   `toml:"zone"`
+		Backoff     []string `toml:"retry_backoff"`
 	} `toml:"dispatch"`
+	Notify struct {
+		OnFailure []string `toml:"on_failure"`
+	} `toml:"notify"`
 	Ceilings struct {
 		Filed        string `toml:"filed"`
 		Recurring    string `toml:"recurring"`
@@ -142,6 +168,7 @@ func ParseOrg(file string, data []byte) (*Org, error) {
 	f.Storage.Runs.Keep = DefaultRunsKeep
 	f.Dispatch.Cap = DefaultCap
 	f.Dispatch.Poll = DefaultPoll
+	f.Dispatch.Backoff = DefaultRetryBackoff
 	f.Ceilings.Filed = DefaultCeilings["filed"]
 	f.Ceilings.Recurring = DefaultCeilings["recurring"]
 	f.Ceilings.Heartbeat = DefaultCeilings["heartbeat"]
@@ -184,6 +211,20 @@ func ParseOrg(file string, data []byte) (*Org, error) {
 	if o.Dispatch.Zone, err = loadZone(f.Dispatch.Zone); err != nil {
 		return nil, bad("dispatch.zone", err.Error())
 	}
+	if len(f.Dispatch.Backoff) == 0 {
+		return nil, bad("dispatch.retry_backoff", "give at least one wait (\"1m\")")
+	}
+	for _, b := range f.Dispatch.Backoff {
+		d, err := ParseDuration(b, false)
+		if err != nil {
+			return nil, bad("dispatch.retry_backoff", err.Error())
+		}
+		o.Dispatch.RetryBackoff = append(o.Dispatch.RetryBackoff, d)
+	}
+	if len(f.Notify.OnFailure) > 0 && f.Notify.OnFailure[0] == "" {
+		return nil, bad("notify.on_failure", "the command's first word is empty")
+	}
+	o.Notify.OnFailure = append([]string{}, f.Notify.OnFailure...)
 	for _, c := range []struct {
 		key string
 		s   string

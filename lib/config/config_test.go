@@ -80,6 +80,8 @@ func TestOrgDefaults(t *testing.T) {
 		want.Dispatch.Cap = 3
 		want.Dispatch.Poll = 2 * time.Second
 		want.Dispatch.Credentials = []string{}
+		want.Dispatch.RetryBackoff = []time.Duration{time.Minute, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour}
+		want.Notify.OnFailure = []string{}
 		want.Ceilings.Filed = 30 * time.Minute
 		want.Ceilings.Recurring = 20 * time.Minute
 		want.Ceilings.Heartbeat = 20 * time.Minute
@@ -455,4 +457,33 @@ func TestParseDuration(t *testing.T) {
 func TestOrgWrongTypeNamesKeyAndType(t *testing.T) {
 	_, err := ParseOrg("org.toml", []byte("[storage]\nstore = 5\n"))
 	refused(t, err, "org.toml:2: storage.store: cannot use an integer here (want a table)")
+}
+
+func TestOrgRetryBackoffAndNotify(t *testing.T) {
+	o, err := ParseOrg("/h/org.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []time.Duration{o.RetryWait(1), o.RetryWait(2), o.RetryWait(4), o.RetryWait(9)}; got[0] != time.Minute || got[1] != 5*time.Minute || got[2] != 2*time.Hour || got[3] != 2*time.Hour {
+		t.Fatalf("default backoff waits %v, want 1m 5m 2h 2h (the last repeats)", got)
+	}
+	if len(o.Notify.OnFailure) != 0 {
+		t.Fatalf("on_failure default %q, want none", o.Notify.OnFailure)
+	}
+	o, err = ParseOrg("/h/org.toml", []byte("[dispatch]\nretry_backoff = [\"1s\"]\n[notify]\non_failure = [\"/bin/echo\", \"x\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.RetryWait(3) != time.Second || len(o.Notify.OnFailure) != 2 {
+		t.Fatalf("got %v %q", o.RetryWait(3), o.Notify.OnFailure)
+	}
+	for _, c := range []struct{ text, want string }{
+		{"[dispatch]\nretry_backoff = []\n", ":2: dispatch.retry_backoff"},
+		{"[dispatch]\nretry_backoff = [\"soon\"]\n", ":2: dispatch.retry_backoff"},
+		{"[notify]\non_failure = [\"\"]\n", ":2: notify.on_failure"},
+		{"[notify]\non_failure = \"/bin/page\"\n", "notify.on_failure"},
+	} {
+		_, err := ParseOrg("/h/org.toml", []byte(c.text))
+		refused(t, err, c.want)
+	}
 }

@@ -28,6 +28,15 @@ const DefaultOrgTOML = `# org.toml: settings for the whole roster home (see rost
 #                             # credentials = ["file:/etc/roster/model-key"]
 # zone = ""                   # the host zone for cron specs without CRON_TZ, host-local days
 #                             # and listed times; "" = /etc/localtime (never the TZ variable)
+# retry_backoff = ["1m", "5m", "30m", "2h"]   # waits before each automatic retry of a failed
+#                             # run (roster-task add --retries N); the last one repeats
+
+[notify]
+# on_failure = []             # a host command run once per run attested failed or ended by its
+#                             # ceiling (systemd's OnFailure=), e.g. ["/usr/local/bin/page-me"]:
+#                             # ROSTER_HOME, ROSTER_WORKER, ROSTER_RUN, ROSTER_TASK, ROSTER_ATTESTED,
+#                             # ROSTER_ENDED, ROSTER_REASON in its environment, stdin closed, 60 s at
+#                             # most; its exit is logged and recorded in run.json
 
 [ceilings]                    # wall-clock limit of a run, by the task's kind
 # filed = "30m"

@@ -52,6 +52,7 @@ type Dispatcher struct {
 	kick      chan struct{}     // a child exited, a job finished: look again
 	children  sync.Map          // run id -> worker while our `roster-box run` child lives
 	dailyBusy sync.WaitGroup
+	hooks     sync.WaitGroup // [notify] on_failure hooks this dispatcher started
 	dailyMu   sync.Mutex
 	dailyRun  bool
 	sweepMu   sync.Mutex

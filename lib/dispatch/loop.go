@@ -48,6 +48,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		d.maybeDaily(ctx)
 		if d.o.Once || (d.o.UntilIdle && rep.Idle() && d.running.Load() == 0 && d.supervisorsLive() == 0) {
 			d.WaitDaily()
+			d.hooks.Wait()
 			if d.o.UntilIdle {
 				d.log.Info("idle: nothing claimable and no box live")
 			}

@@ -3,9 +3,12 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 
+	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/notify"
 	"github.com/roster-sh/roster/lib/runs"
 	"github.com/roster-sh/roster/lib/tms"
 )
@@ -81,9 +84,29 @@ func (d *Dispatcher) Reclaim(ctx context.Context) []Reclaimed {
 				d.log.Error("reclaim failed", "worker", w, "task", t.ID, "run", run, "err", r.Err)
 			} else {
 				d.log.Warn("reclaimed a task whose box died", "worker", w, "task", t.ID, "run", run, "now", r.State)
+				if r.State == tms.Failed {
+					d.notifyFailure(ctx, org, notify.Event{Home: d.h.Dir, Worker: w, Run: run, Task: t.ID,
+						Attested: tms.Failed, Ended: "error", Reason: fmt.Sprintf("box lost %d times", tms.MaxReclaims)})
+				}
 			}
 			out = append(out, r)
 		}
 	}
 	return out
+}
+
+// notifyFailure runs the [notify] on_failure hook for a task the
+// dispatcher failed itself (its box lost for the last time: no supervisor
+// is left to do it), beside the loop, and logs how it went. Every other
+// failed run's hook is run by its supervisor (lib/notify).
+func (d *Dispatcher) notifyFailure(ctx context.Context, org *config.Org, e notify.Event) {
+	if len(org.Notify.OnFailure) == 0 {
+		return
+	}
+	d.hooks.Add(1)
+	go func() {
+		defer d.hooks.Done()
+		n := notify.Run(context.WithoutCancel(ctx), org.Notify.OnFailure, e)
+		d.log.Info("on_failure hook ran", "worker", e.Worker, "task", e.Task, "run", e.Run, "exit", n.Exit, "seconds", n.Seconds, "error", n.Error, "output", n.Output)
+	}()
 }

@@ -83,9 +83,19 @@ type Record struct {
 	Ceiling   string          `json:"ceiling"`
 	Cost      Cost            `json:"cost"`
 	Actions   []ActionRecord  `json:"actions"`
-	Snapshot  string          `json:"snapshot"`          // snapshot id, "unchanged", "store busy", "snapshots unavailable", ...
-	Gateway   *GatewaySummary `json:"gateway,omitempty"` // a box whose gateway was served
-	Agent     *AgentRecord    `json:"agent,omitempty"`   // an agent worker's run
+	Snapshot  string          `json:"snapshot"`           // snapshot id, "unchanged", "store busy", "snapshots unavailable", ...
+	Gateway   *GatewaySummary `json:"gateway,omitempty"`  // a box whose gateway was served
+	Agent     *AgentRecord    `json:"agent,omitempty"`    // an agent worker's run
+	Notified  *Notified       `json:"notified,omitempty"` // the [notify] on_failure hook, when it ran
+}
+
+// Notified is how a run's [notify] on_failure hook went.
+type Notified struct {
+	Command []string `json:"command"`
+	Exit    int      `json:"exit"` // -1: it did not exit by itself (killed at its bound, or never started)
+	Seconds float64  `json:"seconds"`
+	Error   string   `json:"error,omitempty"`
+	Output  string   `json:"output,omitempty"` // the tail of its stdout and stderr
 }
 
 // WriteRecord writes runDir/run.json atomically.

@@ -1,0 +1,105 @@
+// Package notify runs org.toml's [notify] on_failure hook: a host command
+// run once per run attested failed or ended by its ceiling (systemd's
+// OnFailure=, cron's MAILTO), with the run's ids and outcome in its
+// environment (docs/dispatch-and-box.md, "Failure notification").
+//
+// What a reader must know: the hook is the operator's own program, run as
+// the supervisor's user on the host, never inside a box. It gets stdin
+// from /dev/null and its own process group, and is killed (the whole
+// group) at Limit; its output is bounded to the last OutputMax bytes.
+// Who runs it: the box's supervisor, right after it attests the run (the
+// one process that sees every run end exactly once, with or without a
+// dispatcher); the dispatcher only for a task it fails itself (a box lost
+// for the third time), which has no supervisor left.
+package notify
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/roster-sh/roster/lib/runs"
+)
+
+// Limit bounds one hook's run.
+var Limit = 60 * time.Second
+
+// OutputMax is how much of the hook's output (its tail) is kept.
+const OutputMax = 2048
+
+// Event is what the hook is told about a run.
+type Event struct {
+	Home, Worker, Run, Task string
+	Attested                string // failed, or "" for an ad-hoc run
+	Ended                   string // done, error, ceiling, idle
+	Reason                  string
+}
+
+// Wanted reports whether a run that ended so calls for the hook.
+func Wanted(attested, ended string) bool {
+	return attested == "failed" || ended == "ceiling"
+}
+
+// Env is the hook's environment: the caller's, then the event's variables.
+func (e Event) Env() []string {
+	env := os.Environ()
+	return append(env,
+		"ROSTER_HOME="+e.Home, "ROSTER_WORKER="+e.Worker, "ROSTER_RUN="+e.Run,
+		"ROSTER_TASK="+e.Task, "ROSTER_ATTESTED="+e.Attested, "ROSTER_ENDED="+e.Ended,
+		"ROSTER_REASON="+oneLine(e.Reason))
+}
+
+// Run runs argv for e and reports how it went; it never fails itself (a
+// hook that cannot start is reported in the result).
+func Run(ctx context.Context, argv []string, e Event) *runs.Notified {
+	if len(argv) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, Limit)
+	defer cancel()
+	out := &tail{max: OutputMax}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = e.Env()
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second // a grandchild holding the output open
+	start := time.Now()
+	err := cmd.Run()
+	n := &runs.Notified{Command: argv, Seconds: time.Since(start).Seconds(), Exit: -1}
+	if cmd.ProcessState != nil {
+		n.Exit = cmd.ProcessState.ExitCode()
+	}
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		n.Error = "killed after " + Limit.String()
+	case err != nil && n.Exit <= 0:
+		n.Error = err.Error()
+	}
+	n.Output = strings.TrimRight(out.String(), "\n")
+	return n
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	max int
+	b   bytes.Buffer
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.b.Write(p)
+	if over := t.b.Len() - t.max; over > 0 {
+		t.b.Next(over)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string { return t.b.String() }
