@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/configs"
 	"golang.org/x/sys/unix"
 
 	"github.com/roster-sh/roster/lib/errs"
@@ -77,33 +78,10 @@ func LaunchAfter(ctx context.Context, s *Spec, briefing []byte, io Stdio, ready 
 }
 
 func launch(ctx context.Context, s *Spec, briefing []byte, io Stdio, gate chan error) (*Box, error) {
-	if len(s.Command) == 0 {
-		return nil, errs.New(errs.ErrUsage, "worker "+s.Worker+": no command to run (set command in its spec, or give one after --)")
-	}
-	reaper, ok := s.Tools[ReaperTool]
-	if !ok || reaper == "" {
-		return nil, fmt.Errorf("%s not found: the box's pid 1 and actions need it beside roster-box", ReaperTool)
-	}
-	if err := checkHostPaths(s); err != nil {
+	cfg, err := boxConfig(s, briefing)
+	if err != nil {
 		return nil, err
 	}
-	rootfs := s.Rootfs
-	if rootfs == "" {
-		names := make([]string, 0, len(s.Tools))
-		for t := range s.Tools {
-			names = append(names, t)
-		}
-		var err error
-		if rootfs, err = SharedRootfs(names); err != nil {
-			return nil, fmt.Errorf("generated root: %w", err)
-		}
-	}
-	etc, self, err := makeScratch(s, briefing)
-	if err != nil {
-		return nil, fmt.Errorf("box scratch folder: %w", err)
-	}
-	cfg := containerConfig(s, rootfs, etc, self)
-
 	unlock, err := holdStoreShared(ctx, s.Locks)
 	if err != nil {
 		RemoveScratch(s.Run)
@@ -191,6 +169,39 @@ func initArgs(s *Spec) []string {
 		a = append(a, "--gateway="+BoxGatewayAddr+","+BoxGatewaySock)
 	}
 	return append(a, "--")
+}
+
+// boxConfig checks what the box needs on the host (a command, the reaper,
+// the spec's host paths), picks its root (the spec's or the shared
+// generated one), writes its scratch folders and returns its libcontainer
+// configuration.
+func boxConfig(s *Spec, briefing []byte) (*configs.Config, error) {
+	if len(s.Command) == 0 {
+		return nil, errs.New(errs.ErrUsage, "worker "+s.Worker+": no command to run (set command in its spec, or give one after --)")
+	}
+	reaper, ok := s.Tools[ReaperTool]
+	if !ok || reaper == "" {
+		return nil, fmt.Errorf("%s not found: the box's pid 1 and actions need it beside roster-box", ReaperTool)
+	}
+	if err := checkHostPaths(s); err != nil {
+		return nil, err
+	}
+	rootfs := s.Rootfs
+	if rootfs == "" {
+		names := make([]string, 0, len(s.Tools))
+		for t := range s.Tools {
+			names = append(names, t)
+		}
+		var err error
+		if rootfs, err = SharedRootfs(names); err != nil {
+			return nil, fmt.Errorf("generated root: %w", err)
+		}
+	}
+	etc, self, err := makeScratch(s, briefing)
+	if err != nil {
+		return nil, fmt.Errorf("box scratch folder: %w", err)
+	}
+	return containerConfig(s, rootfs, etc, self), nil
 }
 
 // holdStoreShared takes the worker's `store` lock shared, waiting at most
