@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/roster-sh/roster/lib/box"
+	"github.com/roster-sh/roster/lib/fsx"
+	"github.com/roster-sh/roster/lib/runs"
 	"github.com/roster-sh/roster/lib/tms"
 )
 
@@ -169,5 +175,54 @@ roster-task complete
 	rec, _ = f.dispatch(tms.NewTask{Text: "use the whole day", Standing: tms.Proactive})
 	if rec.Ceiling != "3s" || rec.Ended != "ceiling" {
 		t.Fatalf("proactive run: ceiling %q ended %q, want 3s and ceiling", rec.Ceiling, rec.Ended)
+	}
+}
+
+// Issue 17: the supervisor ignored SIGTERM mid-action. Replayed from a
+// real box with a real supervisor process: the worker's partition lock is
+// held (as a flood of actions held it), the box posts actions that wait on
+// it and ignores SIGTERM itself; on SIGTERM the supervisor ends, with the
+// lock still held, the run recorded "killed".
+func TestSupervisorEndsOnSIGTERMWhileAnActionWaits(t *testing.T) {
+	f := newFixture(t, job, "")
+	f.setJob(`trap '' TERM
+: > "$HOME/store/ready"
+roster-task file a
+roster-task file b
+sleep 600`)
+	task, run := f.claim(tms.NewTask{Text: "wait on a held lock"})
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe, "run", "dobby", "--home", f.h.Dir, "--task", task, "--run", run)
+	cmd.Env = append(os.Environ(), "ROSTER_BOX_AS_MAIN=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { _, err := os.Stat(filepath.Join(f.w.Store(), "ready")); return err == nil })
+	lk, err := fsx.LockPath(context.Background(), f.w.TasksLock(), false, fsx.Forever)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock()
+	waitFor(t, func() bool { // the first action has been taken: it waits on the lock
+		ents, _ := os.ReadDir(filepath.Join(f.w.Run(run), "outbox", "new"))
+		claims, _ := filepath.Glob(filepath.Join(f.w.Run(run), "outbox", "tmp", "*.claim"))
+		return len(ents) == 0 && len(claims) > 0
+	})
+	cmd.Process.Signal(syscall.SIGTERM)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(2 * time.Minute): // a bound on the test, not a measure
+		cmd.Process.Kill()
+		t.Fatal("the supervisor did not end on SIGTERM while an action waited on the lock")
+	}
+	lk.Unlock() // now the record can be read
+	rec, err := runs.ReadRecord(f.w.Run(run))
+	if err != nil || rec.Ended != "error" || rec.Evidence == nil || !strings.Contains(rec.Evidence.Note, "killed") {
+		t.Fatalf("record: %+v %v", rec, err)
+	}
+	if box.Running(run) {
+		t.Fatal("the box outlived its supervisor's SIGTERM")
 	}
 }

@@ -90,6 +90,7 @@ func (s *Supervision) Supervise(ctx context.Context) (*runs.Record, Exit, error)
 		return s.notStarted(ctx, r, err)
 	}
 	ended, note, exit := s.serve(ctx, r, b)
+	r.stopped = ctx.Err() != nil
 	s.end(context.WithoutCancel(ctx), r, b, ended, note, exit)
 	return r.rec, exit, nil
 }
@@ -105,6 +106,7 @@ type supervised struct {
 	gw      Gateway
 	gwDone  chan struct{}
 	tmpOver outbox.TmpBound // what BoundTmp removed from the outbox's tmp/ so far
+	stopped bool            // ctx ended (SIGTERM): what the box posts is no longer served
 	closers []func()
 
 	brief []byte        // the compiled briefing
@@ -352,6 +354,12 @@ func (s *Supervision) serve(ctx context.Context, r *supervised, b *Box) (ended, 
 		killing, ended, note = true, why, n
 		go b.Kill(Grace, done)
 	}
+	// SIGTERM ends the box within its grace whatever action is being
+	// applied (Containment): the kill starts here, not from the loop, which
+	// may be inside an action; the action itself gives up its lock wait
+	// with ctx.
+	stopKill := context.AfterFunc(ctx, func() { b.Kill(Grace, done) })
+	defer stopKill()
 	tick := time.NewTicker(PollEvery)
 	defer tick.Stop()
 	ctxDone := ctx.Done()
@@ -362,8 +370,13 @@ loop:
 			break loop
 		case <-ctxDone:
 			ctxDone = nil // once: a closed channel would spin this loop
-			kill("error", "killed")
+			if !killing { // the kill itself was started by the AfterFunc above
+				killing, ended, note = true, "error", "killed"
+			}
 		case <-tick.C:
+		}
+		if ctx.Err() != nil {
+			continue // stopped: nothing more is served, only the box's end awaited
 		}
 		if s.serveActions(ctx, r.ob, r.rec, &r.ev) {
 			lastAction = time.Now()
@@ -387,8 +400,20 @@ loop:
 // end reads what the box did once it has ended — its last actions, usage,
 // output, the gateway's figures — destroys it, and finishes the run.
 func (s *Supervision) end(ctx context.Context, r *supervised, b *Box, ended, note string, exit Exit) {
-	r.ob.StopWaiting()                      // the box has ended: nothing is being written
-	s.serveActions(ctx, r.ob, r.rec, &r.ev) // what the box posted as it ended
+	r.ob.StopWaiting() // the box has ended: nothing is being written
+	if r.stopped {
+		// Attesting waits for the partition lock at most the grace: a
+		// lock held elsewhere must not keep a stopped supervisor alive
+		// (the dispatcher's reclaim settles a task left claimed).
+		s.Part = s.Part.WithLockWait(Grace)
+		// Stopped (SIGTERM): what the box posted meanwhile is left unread
+		// in new/, so the supervisor ends within its grace.
+		if n := r.ob.Ignored(); n > 0 {
+			note = joinNote(note, fmt.Sprintf("stopped: %d actions left unread", n))
+		}
+	} else {
+		s.serveActions(ctx, r.ob, r.rec, &r.ev) // what the box posted as it ended
+	}
 	s.noteCap(ctx, r.ob, r.rec, &r.ev)
 	cpu, mem := b.Usage()
 	if err := b.Destroy(); err != nil {

@@ -53,6 +53,14 @@ type Partition struct {
 	lockWait time.Duration
 }
 
+// WithLockWait returns a copy of p whose reads and changes wait at most d
+// for the partition lock (then errs.ErrBusy).
+func (p *Partition) WithLockWait(d time.Duration) *Partition {
+	c := *p
+	c.lockWait = d
+	return &c
+}
+
 // Open returns worker's partition. The name must be valid (exit 2) and the
 // worker must exist (a spec in workers/, else exit 10); its partition need
 // not: a missing one is empty at version 0 and is created by the first
