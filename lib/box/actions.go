@@ -3,9 +3,9 @@ package box
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/outbox"
 	"github.com/roster-sh/roster/lib/runs"
@@ -160,14 +160,7 @@ func ptr[T any](v T) *T { return &v }
 
 func fmtDur(d time.Duration) string {
 	if d <= 0 {
-		return ""
+		return "" // no ceiling: run.json's ceiling is empty, not "off"
 	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return config.FormatDuration(d)
 }
