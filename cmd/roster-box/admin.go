@@ -103,6 +103,9 @@ type connRow struct {
 	At     string `json:"at"`
 	Mode   string `json:"mode"`
 	When   string `json:"when"`
+	// Problem is why a granted folder cannot be mounted (its path is
+	// missing or not a folder: the worker is held until it is fixed).
+	Problem string `json:"problem,omitempty"`
 }
 
 func (c *ConnectionsCmd) Run(g *cli.Globals, env *cli.Env) error {
@@ -128,20 +131,29 @@ func (c *ConnectionsCmd) Run(g *cli.Globals, env *cli.Env) error {
 		}
 		w := h.Worker(name)
 		rows = append(rows,
-			connRow{name, "store", w.Store(), "~/store", "rw", "every run"},
-			connRow{name, "locks", w.Locks(), "~/store/.locks", "rw", "every run"},
-			connRow{name, "view", w.View(), "~/self/view", "ro", "every run"},
-			connRow{name, "runs", w.Runs(), "~/self/runs", "ro", "every run"})
+			connRow{name, "store", w.Store(), "~/store", "rw", "every run", ""},
+			connRow{name, "locks", w.Locks(), "~/store/.locks", "rw", "every run", ""},
+			connRow{name, "view", w.View(), "~/self/view", "ro", "every run", ""},
+			connRow{name, "runs", w.Runs(), "~/self/runs", "ro", "every run", ""})
 		ents, _ := os.ReadDir(w.ChannelStores())
 		for _, e := range ents {
 			ch, err := home.DecodeChannel(e.Name())
 			if err != nil || !e.IsDir() {
 				continue
 			}
-			rows = append(rows, connRow{name, "channel " + ch, w.ChannelStores() + "/" + e.Name(), "~/channel/store", "rw", "runs serving " + ch})
+			rows = append(rows, connRow{name, "channel " + ch, w.ChannelStores() + "/" + e.Name(), "~/channel/store", "rw", "runs serving " + ch, ""})
 		}
 		for _, cn := range spec.Connections {
-			rows = append(rows, connRow{name, cn.Name, cn.Path, "~/" + cn.At, cn.Mode, "every run"})
+			r := connRow{Worker: name, Name: cn.Name, Path: cn.Path, At: "~/" + cn.At, Mode: cn.Mode, When: "every run"}
+			if fi, err := os.Stat(cn.Path); err != nil {
+				r.Problem = "missing"
+			} else if !fi.IsDir() {
+				r.Problem = "not a folder"
+			}
+			if r.Problem != "" {
+				r.When = "never: " + r.Problem + " (the worker is held)"
+			}
+			rows = append(rows, r)
 		}
 	}
 	if c.JSON {

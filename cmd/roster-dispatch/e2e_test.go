@@ -705,3 +705,65 @@ roster-task complete`)
 		t.Fatalf("show does not list both attempts:\n%s", show)
 	}
 }
+
+// TestMisconfiguredWorkerIsHeldNotFailed: a worker whose [[connection]]
+// path is missing, or whose spec has no command, is held: its tasks stay
+// pending (never claimed to fail), due and worker ls say why, the hold is
+// logged once when it starts and once when it ends, and once the spec or
+// the path is fixed the task runs.
+func TestMisconfiguredWorkerIsHeldNotFailed(t *testing.T) {
+	e := newEnv(t, "[dispatch]\npoll = \"200ms\"\n")
+	grant := filepath.Join(t.TempDir(), "docs")
+	e.worker("dobby", `cat ~/docs/readme && roster-task complete`,
+		"[[connection]]", `name = "docs"`, `path = "`+grant+`"`, `at = "docs"`, `mode = "ro"`)
+	e.run("roster-task", "worker", "add", "elf", "--heartbeat", "off") // no command
+	a := e.add("dobby", "read the docs")
+	b := e.add("elf", "do something")
+	d := e.start()
+	eventually(t, "both holds logged", func() bool {
+		return strings.Count(d.logText(), `msg="worker held`) >= 2
+	})
+	due := e.run("roster-task", "due")
+	if !strings.Contains(due, "held: connection docs: "+grant+" is missing") || !strings.Contains(due, "held: no command in its spec") {
+		t.Fatalf("due does not say why:\n%s", due)
+	}
+	ls := e.run("roster-task", "worker", "ls")
+	if !strings.Contains(ls, "connection docs: "+grant+" is missing") {
+		t.Fatalf("worker ls does not say why:\n%s", ls)
+	}
+	if conns := e.run("roster-box", "connections", "dobby", "--json"); !strings.Contains(conns, `"name":"docs"`) ||
+		!strings.Contains(conns, `"problem":"missing"`) {
+		t.Fatalf("connections does not flag the missing path:\n%s", conns)
+	}
+	if err := os.MkdirAll(grant, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(grant, "readme"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "dobby's task to run once its path exists", func() bool {
+		return e.events("dobby", tms.EvCompleted, a) == 1
+	})
+	eventually(t, "the end of dobby's hold logged", func() bool {
+		return strings.Contains(d.logText(), `msg="worker hold ended" worker=dobby`)
+	})
+	for _, w := range []string{"dobby", "elf"} {
+		if e.events(w, tms.EvFailed, "") != 0 || e.events(w, tms.EvClaimed, "") > 1 {
+			t.Fatalf("%s: a held worker's task was claimed to fail\n%s", w, d.logText())
+		}
+	}
+	if e.events("elf", tms.EvClaimed, b) != 0 {
+		t.Fatalf("elf's task was claimed while elf has no command")
+	}
+	d.c.Process.Signal(syscall.SIGTERM)
+	if code := d.wait(t, time.Minute); code != 0 {
+		t.Fatalf("exit %d\n%s", code, d.logText())
+	}
+	log := d.logText()
+	if n := strings.Count(log, `msg="worker held: claiming nothing for it" worker=dobby`); n != 1 {
+		t.Fatalf("dobby's hold logged %d times, want once\n%s", n, log)
+	}
+	if n := strings.Count(log, `msg="worker held: claiming nothing for it" worker=elf`); n != 1 {
+		t.Fatalf("elf's hold logged %d times, want once\n%s", n, log)
+	}
+}

@@ -132,6 +132,7 @@ type workerRow struct {
 	Paused  bool   `json:"paused"`
 	Pending int    `json:"pending"`
 	Claimed int    `json:"claimed"`
+	Held    string `json:"held,omitempty"` // why dispatch claims nothing for it (its spec), if so
 	Error   string `json:"error,omitempty"`
 }
 
@@ -152,7 +153,7 @@ func (c *WorkerLsCmd) Run(g *cli.Globals, env *cli.Env) error {
 			for _, m := range w.Warnings {
 				env.Warn("%s", m)
 			}
-			r.UID, r.Paused = w.UID, w.Paused
+			r.UID, r.Paused, r.Held = w.UID, w.Paused, tms.SpecHold(w)
 			r.Pending, r.Claimed, err = countTasks(h.Worker(name))
 		}
 		if err != nil {
@@ -172,13 +173,17 @@ func (c *WorkerLsCmd) Run(g *cli.Globals, env *cli.Env) error {
 	table := make([][]string, 0, len(rows))
 	for _, r := range rows {
 		if r.Error != "" {
-			table = append(table, []string{r.Name, "-", "-", "-", "-"}) // why: the warning above
+			table = append(table, []string{r.Name, "-", "-", "-", "-", "-"}) // why: the warning above
 			continue
 		}
+		held := "-"
+		if r.Held != "" {
+			held = r.Held
+		}
 		table = append(table, []string{r.Name, strconv.Itoa(r.UID), yesNo(r.Paused),
-			strconv.Itoa(r.Pending), strconv.Itoa(r.Claimed)})
+			strconv.Itoa(r.Pending), strconv.Itoa(r.Claimed), held})
 	}
-	return cli.Table(env.Stdout, []string{"NAME", "UID", "PAUSED", "PENDING", "CLAIMED"}, table)
+	return cli.Table(env.Stdout, []string{"NAME", "UID", "PAUSED", "PENDING", "CLAIMED", "HELD"}, table)
 }
 
 func yesNo(b bool) string {

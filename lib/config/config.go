@@ -485,7 +485,7 @@ func (sp *specParse) gateway() error {
 		w.Gateway.Allow = append([]string{}, f.Gateway.Allow...)
 	}
 	if len(w.Command) == 0 && w.Agent == "" {
-		sp.warn("worker %s: no command in %s: its runs fail until one is set", sp.name, sp.file)
+		sp.warn("worker %s: no command in %s: dispatch holds its tasks until one is set", sp.name, sp.file)
 	}
 	return nil
 }

@@ -1,5 +1,9 @@
 package dispatch
 
+// The per-worker holds: a worker whose spec cannot start a box
+// (tms.SpecHold: no command, a connection's path missing) is held exactly
+// like one without a credential, until the spec or the path is fixed.
+//
 // The per-worker credential hold (docs/gateway.md, "Dispatch hold"): a
 // worker whose boxes get a gateway and whose [gateway] providers have no
 // credential in reach (tms.ProviderHold, computed by its Due) is held: its
@@ -21,7 +25,7 @@ func (d *Dispatcher) logWorkerHolds(ready []*workerState) map[string]string {
 		was, wasHeld := d.credHeld[ws.name]
 		switch {
 		case ws.credHold == "" && wasHeld:
-			d.log.Info("worker hold ended: a model credential is in reach", "worker", ws.name, "was", was)
+			d.log.Info("worker hold ended", "worker", ws.name, "was", was)
 			delete(d.credHeld, ws.name)
 		case ws.credHold != "" && !wasHeld:
 			d.log.Warn("worker held: claiming nothing for it", "worker", ws.name, "why", ws.credHold)

@@ -111,6 +111,9 @@ func (d *Dispatcher) evaluate(ctx context.Context, org *config.Org, w string, se
 	d.clearBad(w)
 	ws.claims, ws.due, ws.live, ws.next = true, due.Claimable, due.LiveClaims, due.Next
 	ws.credHold = due.CredentialHold
+	if due.SpecHold != "" {
+		ws.credHold = due.SpecHold // held the same way: logged once each way, read every tick
+	}
 	return ws, true
 }
 

@@ -44,7 +44,7 @@ func TestProactiveRunCeilingIsCappedByTheBudgetLeft(t *testing.T) {
 	h := newHome(t, "dobby")
 	org := defaultOrg(t)
 	org.Budget.Proactive, org.Budget.Unlimited = 90*time.Second, false
-	p, err := Open(h, "dobby", Options{Clock: &fakeClock{t: t0}, Org: org, Worker: &config.Worker{Name: "dobby"}})
+	p, err := Open(h, "dobby", Options{Clock: &fakeClock{t: t0}, Org: org, Worker: &config.Worker{Name: "dobby", Command: []string{"/bin/true"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ func TestDueHoldsAWorkerWhoseProvidersHaveNoCredential(t *testing.T) {
 		t.Fatal(err)
 	}
 	org.Storage.MinFree = 0
-	spec := &config.Worker{Name: "dobby", Network: "gateway"}
+	spec := &config.Worker{Name: "dobby", Command: []string{"/bin/true"}, Network: "gateway"}
 	spec.Gateway.Providers = []string{"anthropic"}
 	env := ""
 	p, err := Open(h, "dobby", Options{Clock: &fakeClock{t: t0}, Org: org, Worker: spec, Getenv: func(string) string { return env }})
@@ -44,7 +44,7 @@ func TestDueHoldsAWorkerWhoseProvidersHaveNoCredential(t *testing.T) {
 		t.Fatalf("vault key: claimable %d, hold %q", len(r.Claimable), r.CredentialHold)
 	}
 	// no provider, or no gateway: never held for credentials
-	for _, s := range []*config.Worker{{Name: "dobby", Network: "gateway"}, {Name: "dobby", Network: "none"}} {
+	for _, s := range []*config.Worker{{Name: "dobby", Command: []string{"/bin/true"}, Network: "gateway"}, {Name: "dobby", Command: []string{"/bin/true"}, Network: "none"}} {
 		if why, _ := ProviderHold(h, org, s, func(string) string { return "" }, t0); why != "" {
 			t.Fatalf("%+v held: %s", s, why)
 		}

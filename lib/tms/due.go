@@ -110,6 +110,9 @@ type DueReport struct {
 	// credential (ProviderHold), "" when it is not; Holds has its short
 	// form.
 	CredentialHold string
+	// SpecHold is why the worker is held for its spec (SpecHold: no
+	// command, a connection's path missing), "" when it is not; Holds has it.
+	SpecHold string
 }
 
 // Due lists the partition's live tasks with their eligibility, the
@@ -128,6 +131,10 @@ func (p *Partition) Due(ctx context.Context) (*DueReport, error) {
 	}
 	if !CredentialsPresent(p.Org, p.getenv) {
 		r.Holds = append(r.Holds, "no credential")
+	}
+	if why := SpecHold(p.Spec); why != "" {
+		r.SpecHold = why
+		r.Holds = append(r.Holds, why)
 	}
 	if why, short := ProviderHold(p.Home, p.Org, p.Spec, p.getenv, now); why != "" {
 		r.CredentialHold = why

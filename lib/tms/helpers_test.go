@@ -63,7 +63,7 @@ var t0 = time.Date(2026, 11, 29, 19, 22, 1, 0, time.UTC)
 func open(t testing.TB, h home.Home, worker string) (*Partition, *fakeClock) {
 	t.Helper()
 	c := &fakeClock{t: t0}
-	p, err := Open(h, worker, Options{Clock: c, Org: defaultOrg(t), Worker: &config.Worker{Name: worker}})
+	p, err := Open(h, worker, Options{Clock: c, Org: defaultOrg(t), Worker: &config.Worker{Name: worker, Command: []string{"/bin/true"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,6 +81,28 @@ func ProviderHold(h home.Home, org *config.Org, spec *config.Worker, getenv func
 		"no model credential (" + strings.Join(spec.Gateway.Providers, ", ") + ")"
 }
 
+// SpecHold is why a worker's boxes cannot start as its spec stands, ""
+// when they can: no command (and no agent), or a [[connection]] whose
+// host path is missing or not a folder. Such a worker is held (its tasks
+// stay pending, never claimed to fail) until the spec or the path is
+// fixed. (An agent that is not installed will be a reason too.)
+func SpecHold(spec *config.Worker) string {
+	if spec == nil {
+		return ""
+	}
+	if len(spec.Command) == 0 && spec.Agent == "" {
+		return "no command in its spec"
+	}
+	for _, c := range spec.Connections {
+		if fi, err := os.Stat(c.Path); err != nil {
+			return fmt.Sprintf("connection %s: %s is missing", c.Name, c.Path)
+		} else if !fi.IsDir() {
+			return fmt.Sprintf("connection %s: %s is not a folder", c.Name, c.Path)
+		}
+	}
+	return ""
+}
+
 // LowDisk reports whether the data tree's filesystem has less free space
 // than [storage] store.min_free, with the reason in words.
 func LowDisk(h home.Home, org *config.Org) (bool, string, error) {

@@ -17,7 +17,7 @@ import (
 func limitsPartition(t *testing.T) *Partition {
 	t.Helper()
 	h := newHome(t, "dobby")
-	p, err := Open(h, "dobby", Options{Clock: &fakeClock{t: t0}, Org: defaultOrg(t), Worker: &config.Worker{Name: "dobby"}})
+	p, err := Open(h, "dobby", Options{Clock: &fakeClock{t: t0}, Org: defaultOrg(t), Worker: &config.Worker{Name: "dobby", Command: []string{"/bin/true"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func helper(mode string) int {
 		return 1
 	}
 	org, _ := config.ParseOrg("org.toml", nil)
-	p, err := Open(h, "dobby", Options{Org: org, Worker: &config.Worker{Name: "dobby"}})
+	p, err := Open(h, "dobby", Options{Org: org, Worker: &config.Worker{Name: "dobby", Command: []string{"/bin/true"}}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

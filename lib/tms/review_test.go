@@ -114,7 +114,7 @@ func TestCancelOrResolveFinishedTaskConflicts(t *testing.T) {
 // it), never shown as due or claimable.
 func TestPausedWorkerTasksAreHeld(t *testing.T) {
 	h := newHome(t, "dobby")
-	p, err := Open(h, "dobby", Options{Clock: &fakeClock{t: t0}, Org: defaultOrg(t), Worker: &config.Worker{Name: "dobby", Paused: true}})
+	p, err := Open(h, "dobby", Options{Clock: &fakeClock{t: t0}, Org: defaultOrg(t), Worker: &config.Worker{Name: "dobby", Command: []string{"/bin/true"}, Paused: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
