@@ -14,35 +14,16 @@ import (
 	"github.com/roster-sh/roster/lib/tms"
 )
 
-// gatewayProviders is the org's providers in the gateway's terms.
-func gatewayProviders(org *config.Org) map[string]gateway.Provider {
-	ps := map[string]gateway.Provider{}
-	for n, p := range org.Gateway.Providers {
-		ps[n] = gateway.Provider{Name: n, Style: p.API, Upstream: p.Upstream,
-			Credentials: append([]string{}, p.Credentials...), KeyEnv: p.KeyEnv, BaseEnv: p.BaseEnv}
-	}
-	return ps
-}
-
 // runGateway is what a gateway box's run needs: the gateway's maker for
 // the supervisor and the provider variables for the box (each granted
 // provider's base URL at its route, and a placeholder key shaped like the
 // credential it stands for).
 func runGateway(h home.Home, spec *config.Worker, org *config.Org, s *Spec, task *tms.Task, now time.Time) (func() (Gateway, error), []string) {
-	providers := gatewayProviders(org)
+	providers := gateway.OrgProviders(org)
 	creds := gateway.Creds{VaultDir: h.Vault()}
-	var env []string
 	granted := append([]string{}, spec.Gateway.Providers...)
 	sort.Strings(granted)
-	for _, n := range granted {
-		p, ok := providers[n]
-		if !ok {
-			continue // CheckWorkerWithOrg refused it already
-		}
-		c, err := gateway.Lookup(p, creds, now)
-		env = append(env, p.BaseEnv+"="+gateway.BoxBaseURL(p, BoxGatewayURL),
-			p.KeyEnv+"="+gateway.Placeholder(p, err == nil && c.OAuth))
-	}
+	env := gateway.BoxEnv(providers, granted, creds, BoxGatewayURL, now)
 	cfg := gateway.Config{
 		Worker: spec.Name, Providers: providers, Granted: granted,
 		Allow: spec.Gateway.Allow, Prices: gatewayPrices(org), Creds: creds,

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/fsx"
 	"golang.org/x/sys/unix"
@@ -33,27 +34,13 @@ const (
 	StyleOpenAI    = "openai"
 )
 
-// BuiltinProviders returns anthropic and openai with the spec's defaults;
-// org.toml's [gateway.NAME] tables are merged over them by the caller.
+// BuiltinProviders returns anthropic and openai with the spec's defaults
+// (config.BuiltinProviders, the one place they are written down);
+// org.toml's [gateway.NAME] tables are merged over them by lib/config.
 func BuiltinProviders() map[string]Provider {
-	return map[string]Provider{
-		"anthropic": {
-			Name:        "anthropic",
-			Style:       StyleAnthropic,
-			Upstream:    "https://api.anthropic.com",
-			Credentials: []string{"vault", "pi", "env:ANTHROPIC_API_KEY"},
-			KeyEnv:      "ANTHROPIC_API_KEY",
-			BaseEnv:     "ANTHROPIC_BASE_URL",
-		},
-		"openai": {
-			Name:        "openai",
-			Style:       StyleOpenAI,
-			Upstream:    "https://api.openai.com",
-			Credentials: []string{"vault", "pi", "env:OPENAI_API_KEY"},
-			KeyEnv:      "OPENAI_API_KEY",
-			BaseEnv:     "OPENAI_BASE_URL",
-		},
-	}
+	o := &config.Org{}
+	o.Gateway.Providers = config.BuiltinProviders()
+	return OrgProviders(o)
 }
 
 // BoxBaseURL is the value of p.BaseEnv in a box whose gateway is at gw
