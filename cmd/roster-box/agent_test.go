@@ -296,17 +296,23 @@ func (b *syncBuffer) String() string {
 // worker from a terminal starts the agent's TUI in the box (no prompt
 // given, the same gateway); ctrl+d ends it, and the run is recorded.
 func TestInteractiveAgentRunsItsTUIAndExitsCleanly(t *testing.T) {
-	f, srv := agentFixture(t, "pi", agentScript("bash"))
+	for _, name := range []string{"pi", "claude"} {
+		t.Run(name, func(t *testing.T) { testInteractiveAgent(t, name) })
+	}
+}
+
+func testInteractiveAgent(t *testing.T, name string) {
+	f, srv := agentFixture(t, name, agentScript("bash"))
 	m, sl := openPty(t)
 	unix.IoctlSetWinsize(int(sl.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 30, Col: 100})
 	var out syncBuffer
 	env := &cli.Env{Name: "roster-box", Stdin: sl, Stdout: &out, Stderr: &out, Ctx: context.Background()}
 	done := make(chan int, 1)
 	go func() { done <- cli.MainEnv(env, &CLI{}, []string{"--home", f.h.Dir, "run", "dobby"}) }()
-	// The TUI shows its model once it is up; then ctrl+d on an empty
-	// editor exits pi.
+	// The TUI is up once it shows its model (pi) or its name (Claude Code).
 	deadline := time.Now().Add(2 * time.Minute) // a bound on a hang, not a speed
-	for !strings.Contains(out.String(), "claude-sonnet-4-5") {
+	marker := map[string]string{"pi": "claude-sonnet-4-5", "claude": "Claude Code"}[name]
+	for !strings.Contains(out.String(), marker) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no TUI:\n%q", out.String())
 		}
@@ -316,13 +322,24 @@ func TestInteractiveAgentRunsItsTUIAndExitsCleanly(t *testing.T) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	m.Write([]byte{4})
+	// ctrl+d on an empty editor: pi exits at once, Claude Code asks for a
+	// second one; it is sent again each second until the run ends.
 	var code int
-	select {
-	case code = <-done:
-	case <-time.After(2 * time.Minute):
-		m.Write([]byte{3, 3})
-		t.Fatalf("ctrl+d did not end the TUI:\n%q", out.String())
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	m.Write([]byte{4})
+wait:
+	for {
+		select {
+		case code = <-done:
+			break wait
+		case <-tick.C:
+			if time.Now().After(deadline) {
+				m.Write([]byte{3, 3})
+				t.Fatalf("ctrl+d did not end the TUI:\n%q", out.String())
+			}
+			m.Write([]byte{4})
+		}
 	}
 	if code != 0 {
 		t.Fatalf("exit %d:\n%q", code, out.String())
@@ -331,7 +348,7 @@ func TestInteractiveAgentRunsItsTUIAndExitsCleanly(t *testing.T) {
 		t.Errorf("the TUI called the model unasked: %+v", srv.Calls())
 	}
 	rec := f.lastRun()
-	if rec.Kind != "adhoc" || rec.Agent == nil || rec.Agent.Name != "pi" || rec.Agent.Version == "" {
+	if rec.Kind != "adhoc" || rec.Agent == nil || rec.Agent.Name != name || rec.Agent.Version == "" {
 		t.Errorf("record %+v agent %+v", rec, rec.Agent)
 	}
 }

@@ -24,10 +24,13 @@ import (
 	"github.com/roster-sh/roster/lib/errs"
 )
 
+// BoxHome is the box's $HOME and working folder (lib/box's BoxHome).
+const BoxHome = "/home/worker"
+
 // BoxAgentDir is where the run's agent folder (runs/RUN/agent on the host)
 // is mounted in the box, writable: the agent's generated configuration and
 // its session files live there, so they outlast the box's tmpfs $HOME.
-const BoxAgentDir = "/home/worker/self/agent"
+const BoxAgentDir = BoxHome + "/self/agent"
 
 // Agent is one agent CLI roster knows.
 type Agent struct {
@@ -227,8 +230,8 @@ func prepareClaude(in Input) (*Plan, error) {
 		return nil, errs.New(errs.ErrUsage, fmt.Sprintf("agent claude: provider %q does not speak the Anthropic API", in.Provider))
 	}
 	// The answers Claude Code asks for on a first start, given: onboarding
-	// done, and the (placeholder) key approved, which it keys by the key's
-	// last 20 characters.
+	// done, the (placeholder) key approved, which it keys by the key's last
+	// 20 characters, and the working folder trusted.
 	keyTail := in.Key
 	if len(keyTail) > 20 {
 		keyTail = keyTail[len(keyTail)-20:]
@@ -241,6 +244,8 @@ func prepareClaude(in Input) (*Plan, error) {
 		"hasCompletedOnboarding":        true,
 		"bypassPermissionsModeAccepted": true,
 		"customApiKeyResponses":         map[string]any{"approved": approved, "rejected": []string{}},
+		// The box's working folder is the worker's own: no trust dialog.
+		"projects": map[string]any{BoxHome: map[string]any{"hasTrustDialogAccepted": true}},
 	}, "", "  ")
 	if err != nil {
 		return nil, err
