@@ -767,3 +767,61 @@ func TestMisconfiguredWorkerIsHeldNotFailed(t *testing.T) {
 		t.Fatalf("elf's hold logged %d times, want once\n%s", n, log)
 	}
 }
+
+// TestDispatchedChannelTaskGetsExactlyItsChannelStore: a dispatched task
+// of a channel has that channel's store at ~/channel/store and no other
+// channel's: what one conversation's runs write, another's never see.
+func TestDispatchedChannelTaskGetsExactlyItsChannelStore(t *testing.T) {
+	e := newEnv(t, "")
+	e.worker("dobby", `ls -A ~/channel/store > ~/store/seen-$ROSTER_TASK
+echo "$ROSTER_TASK" > ~/channel/store/by-$ROSTER_TASK
+roster-task complete`)
+	a := e.add("dobby", "first in C1", "--channel", "slack:C1")
+	b := e.add("dobby", "first in C2", "--channel", "slack:C2/th 1")
+	c := e.add("dobby", "second in C1", "--channel", "slack:C1", "--after", a, "--after", b)
+	d := e.start("--until-idle")
+	if code := d.wait(t, 3*time.Minute); code != 0 {
+		t.Fatalf("exit %d\n%s", code, d.logText())
+	}
+	for _, id := range []string{a, b, c} {
+		if e.events("dobby", tms.EvCompleted, id) != 1 {
+			t.Fatalf("%s did not complete\n%s", id, d.logText())
+		}
+	}
+	w := e.h.Worker("dobby")
+	list := func(channel string) string {
+		dir, err := w.ChannelStore(channel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return strings.Join(names, " ")
+	}
+	seen := func(id string) string {
+		data, err := os.ReadFile(filepath.Join(w.Store(), "seen-"+id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(strings.Fields(string(data)), " ")
+	}
+	want1 := strings.Join([]string{"by-" + a, "by-" + c}, " ")
+	if a > c {
+		want1 = strings.Join([]string{"by-" + c, "by-" + a}, " ")
+	}
+	if got := list("slack:C1"); got != want1 {
+		t.Fatalf("C1's store holds %q, want %q", got, want1)
+	}
+	if got := list("slack:C2/th 1"); got != "by-"+b {
+		t.Fatalf("C2's store holds %q, want only by-%s", got, b)
+	}
+	if seen(a) != "" || seen(b) != "" || seen(c) != "by-"+a {
+		t.Fatalf("the runs saw: %s %q, %s %q, %s %q", a, seen(a), b, seen(b), c, seen(c))
+	}
+}

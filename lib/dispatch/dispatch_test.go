@@ -9,8 +9,11 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/fsx"
@@ -428,6 +431,47 @@ func TestFiledTaskWakesTheLoopWithoutPoll(t *testing.T) {
 	for f.claimed("dobby") == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the filed task was not claimed: the loop did not wake on the change\n%s", f.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run after cancel: %v", err)
+	}
+}
+
+// TestNoFsnotifyFallsBackToPollAndStillClaims: when change notifications
+// cannot be had (inotify_init failing, as on a host out of inotify
+// instances), the loop says so once and wakes on its poll, which still
+// finds a task filed after it started.
+func TestNoFsnotifyFallsBackToPollAndStillClaims(t *testing.T) {
+	old := newFSWatcher
+	newFSWatcher = func() (*fsnotify.Watcher, error) { return nil, syscall.EMFILE }
+	defer func() { newFSWatcher = old }()
+	f := newFixture(t, "")
+	f.worker("dobby", "")
+	f.part("dobby").Read(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := f.dispatcher(Options{Poll: 100 * time.Millisecond})
+	d.clock = tms.SystemClock{}
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for f.log.count("dispatcher started") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("not started\n%s", f.log)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if f.log.count("no change notifications; waking on timers and poll only") != 1 || f.log.count("watch=false") != 1 {
+		t.Fatalf("the fallback is not logged:\n%s", f.log)
+	}
+	f.clock.t = time.Now()
+	f.add("dobby", 1)
+	for f.claimed("dobby") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the filed task was not claimed by the poll\n%s", f.log)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

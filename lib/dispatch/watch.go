@@ -18,8 +18,12 @@ type watcher struct {
 	on map[string]bool
 }
 
+// newFSWatcher makes the fsnotify watcher; a test makes it fail as a host
+// out of inotify instances would, to check the fallback to polling.
+var newFSWatcher = fsnotify.NewWatcher
+
 func newWatcher(d *Dispatcher) (*watcher, error) {
-	fw, err := fsnotify.NewWatcher()
+	fw, err := newFSWatcher()
 	if err != nil {
 		return nil, err
 	}
