@@ -17,6 +17,7 @@ type AddCmd struct {
 	Standing string   `help:"owner (default) or proactive." enum:"owner,proactive" default:"owner"`
 	Channel  *string  `help:"The conversation it belongs to." placeholder:"CHAN"`
 	Priority int      `help:"Higher is claimed first within a standing." default:"0"`
+	Retries  int      `help:"Retry a run attested failed (a ceiling, a refused credential included) up to N times under the same id, after org.toml [dispatch] retry_backoff." placeholder:"N" default:"0"`
 }
 
 func (c *AddCmd) Run(g *cli.Globals, env *cli.Env) error {
@@ -32,7 +33,7 @@ func (c *AddCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	nt := tms.NewTask{Text: text, Standing: c.Standing, After: c.After, Ceiling: c.Ceiling, Channel: ch, Priority: c.Priority}
+	nt := tms.NewTask{Text: text, Standing: c.Standing, After: c.After, Ceiling: c.Ceiling, Channel: ch, Priority: c.Priority, Retries: c.Retries}
 	if c.At != "" {
 		at, err := tms.ParseAt(c.At, p.Now(), p.Zone())
 		if err != nil {

@@ -104,6 +104,9 @@ func printTask(w io.Writer, out *taskJSON, zone *time.Location) {
 	add("template", task.Template)
 	add("slot", fmtTime(task.Slot, zone))
 	add("attempts", strconv.Itoa(task.Attempts))
+	if task.Retries > 0 {
+		add("retries", fmt.Sprintf("%d of %d used", task.Retried, task.Retries))
+	}
 	if task.Claim != nil {
 		add("claim", task.Claim.Run+" at "+fmtTime(&task.Claim.At, zone))
 	}

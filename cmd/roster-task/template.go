@@ -31,6 +31,7 @@ type TemplateAddCmd struct {
 	Ceiling  string   `help:"Wall-clock limit of its runs (default: org.toml [ceilings] recurring)." placeholder:"DUR"`
 	Standing string   `help:"proactive (default) or owner." enum:"owner,proactive" default:"proactive"`
 	Priority int      `help:"Priority of the tasks it files." default:"0"`
+	Retries  int      `help:"Each task it files is retried up to N times when its run is attested failed (as add --retries)." placeholder:"N" default:"0"`
 	Channel  string   `help:"The conversation its tasks belong to." placeholder:"CHAN"`
 }
 
@@ -44,7 +45,7 @@ func (c *TemplateAddCmd) Run(g *cli.Globals, env *cli.Env) error {
 		return err
 	}
 	t, err := p.AddTemplate(env.Ctx, tms.NewTemplate{ID: c.ID, Cron: c.Cron, Text: text, Standing: c.Standing,
-		Window: c.Window, CatchUp: c.CatchUp, Overlap: c.Overlap, Ceiling: c.Ceiling, Priority: c.Priority, Channel: c.Channel})
+		Window: c.Window, CatchUp: c.CatchUp, Overlap: c.Overlap, Ceiling: c.Ceiling, Priority: c.Priority, Retries: c.Retries, Channel: c.Channel})
 	if err != nil {
 		return err
 	}

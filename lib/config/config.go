@@ -75,12 +75,18 @@ const (
 // DefaultRetryBackoff is [dispatch] retry_backoff's default.
 var DefaultRetryBackoff = []string{"1m", "5m", "30m", "2h"}
 
+// DefaultRetryWait is RetryWait under the default retry_backoff.
+func DefaultRetryWait(n int) time.Duration {
+	waits := []time.Duration{time.Minute, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour}
+	return waits[min(max(n, 1), len(waits))-1]
+}
+
 // RetryWait is the wait before the n-th automatic retry (n from 1): the
 // n-th entry of retry_backoff, the last repeating.
 func (o *Org) RetryWait(n int) time.Duration {
 	b := o.Dispatch.RetryBackoff
 	if len(b) == 0 {
-		return 0
+		return DefaultRetryWait(n)
 	}
 	if n < 1 {
 		n = 1

@@ -23,6 +23,17 @@ type NewTask struct {
 	Channel  string
 	From     string // a relay's sender
 	Priority int
+	Retries  int // automatic retries of a failed run (0..MaxRetries)
+}
+
+// MaxRetries bounds --retries.
+const MaxRetries = 100
+
+func checkRetries(n int) error {
+	if n < 0 || n > MaxRetries {
+		return usage("retries %d: must be 0 to %d", n, MaxRetries)
+	}
+	return nil
 }
 
 func validKind(k string) bool {
@@ -87,6 +98,9 @@ func (p *Partition) Add(ctx context.Context, nt NewTask) (Task, error) {
 	if err != nil {
 		return Task{}, err
 	}
+	if err := checkRetries(nt.Retries); err != nil {
+		return Task{}, err
+	}
 	if nt.Channel != "" {
 		if _, err := home.EncodeChannel(nt.Channel); err != nil {
 			return Task{}, err
@@ -103,7 +117,7 @@ func (p *Partition) Add(ctx context.Context, nt NewTask) (Task, error) {
 	task := Task{
 		Text: nt.Text, Kind: nt.Kind, Standing: nt.Standing, State: Pending,
 		CreatedAt: t.now, Ceiling: ceiling, Channel: nt.Channel, From: nt.From,
-		Priority: nt.Priority, By: nt.By,
+		Priority: nt.Priority, By: nt.By, Retries: nt.Retries,
 	}
 	if nt.At != nil {
 		at := nt.At.UTC()

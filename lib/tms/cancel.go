@@ -1,6 +1,8 @@
 package tms
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"os"
@@ -95,15 +97,31 @@ func (p *Partition) RequeueReaping(ctx context.Context, id, by string, reap func
 	if !ok {
 		return Task{}, false, notFound("task %s: not found in worker %s", id, p.Name)
 	}
-	// The same task again, under its id: a new attempt, due now. Its
-	// earlier attempts stay in the journal (Partition.Attempts).
+	// The same task again, under its id: a new attempt, due now, with
+	// its automatic retries afresh. Its earlier attempts stay in the
+	// journal (Partition.Attempts).
+	task, recs := t.refile(old, nil, 0)
+	if _, err := t.emit(Line{Event: EvRequeued, Task: id, By: by, Reason: "was " + old.State, Records: recs}, true); err != nil {
+		return Task{}, false, err
+	}
+	return task, true, t.commit()
+}
+
+// refile puts finished task old back into tasks.json as pending under its
+// id (a requeue, or an automatic retry): scheduled at at (nil: due now),
+// with retried retries used, its reclaim count and gates cleared; its
+// dependents wait on it again and forget how it ended. It returns the new
+// task and the records of the change, for the caller to journal.
+func (t *txn) refile(old Task, at *time.Time, retried int) (Task, []Record) {
+	id := old.ID
 	task := cloneTask(old)
 	task.State = Pending
 	task.Claim = nil
 	task.FinishedAt = nil
 	task.Attempts = 0
 	task.Gates = nil
-	task.ScheduledAt = nil
+	task.ScheduledAt = at
+	task.Retried = retried
 	for _, d := range task.DependsOn { // dependencies still live keep it waiting
 		if t.f.Task(d) != nil {
 			delete(task.Settled, d)
@@ -114,8 +132,6 @@ func (p *Partition) RequeueReaping(ctx context.Context, id, by string, reap func
 	}
 	t.f.Tasks = append(t.f.Tasks, task)
 	recs := []Record{taskRec(task, false)}
-	// Its dependents wait on it again (it is live: eligibility says
-	// waiting), and forget how it ended before.
 	for k := range t.f.Tasks {
 		d := &t.f.Tasks[k]
 		if d.ID != id && contains(d.DependsOn, id) && d.Settled[id] != "" {
@@ -126,8 +142,5 @@ func (p *Partition) RequeueReaping(ctx context.Context, id, by string, reap func
 			recs = append(recs, taskRec(*d, false))
 		}
 	}
-	if _, err := t.emit(Line{Event: EvRequeued, Task: id, By: by, Reason: "was " + old.State, Records: recs}, true); err != nil {
-		return Task{}, false, err
-	}
-	return task, true, t.commit()
+	return task, recs
 }

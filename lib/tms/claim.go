@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/runs"
 )
@@ -164,10 +165,36 @@ func (p *Partition) Attest(ctx context.Context, id, run string, ev runs.Evidence
 	if verdict == Failed {
 		event = EvFailed
 	}
-	if _, err := t.finish(id, verdict, event, run, ByHost, ev.Reason, &ev); err != nil {
+	fin, err := t.finish(id, verdict, event, run, ByHost, ev.Reason, &ev)
+	if err != nil {
 		return "", err
 	}
+	if verdict == Failed {
+		if err := p.retry(t, fin, run); err != nil {
+			return "", err
+		}
+	}
 	return verdict, t.commit()
+}
+
+// retry re-files failed task fin under its id when it has automatic
+// retries left (--retries), scheduled after the next wait of [dispatch]
+// retry_backoff, and journals it (retrying, "retry N of M at TIME"). The
+// failed line before it stays: each attempt is a run attested failed.
+func (p *Partition) retry(t *txn, fin Task, run string) error {
+	if fin.Retried >= fin.Retries {
+		return nil
+	}
+	n := fin.Retried + 1
+	wait := config.DefaultRetryWait(n)
+	if p.Org != nil {
+		wait = p.Org.RetryWait(n)
+	}
+	at := t.now.Add(wait).UTC()
+	_, recs := t.refile(fin, &at, n)
+	_, err := t.emit(Line{Event: EvRetrying, Task: fin.ID, Run: run, By: ByHost,
+		Reason: fmt.Sprintf("retry %d of %d at %s (after %s)", n, fin.Retries, at.Format(time.RFC3339), config.FormatDuration(wait)), Records: recs}, true)
+	return err
 }
 
 // Reclaim handles a claimed task whose box is gone: back to pending with
@@ -195,7 +222,11 @@ func (p *Partition) Reclaim(ctx context.Context, id, run, note string) (string, 
 		if note != "" {
 			ev.Reason = note
 		}
-		if _, err := t.finish(id, Failed, EvFailed, run, ByHost, ev.Note, ev); err != nil {
+		fin, err := t.finish(id, Failed, EvFailed, run, ByHost, ev.Note, ev)
+		if err != nil {
+			return "", err
+		}
+		if err := p.retry(t, fin, run); err != nil {
 			return "", err
 		}
 		return Failed, t.commit()

@@ -392,6 +392,10 @@ func (d *fdec) task(t *Task) bool {
 			return once(seen, 15) && d.enum(&t.By)
 		case "attempts":
 			return once(seen, 16) && d.int(&t.Attempts)
+		case "retries":
+			return once(seen, 24) && d.int(&t.Retries)
+		case "retried":
+			return once(seen, 25) && d.int(&t.Retried)
 		case "claim":
 			return once(seen, 17) && d.claim(&t.Claim)
 		case "gates":
@@ -443,6 +447,8 @@ func (d *fdec) template(t *Template) bool {
 			return once(seen, 9) && d.str(&t.Ceiling)
 		case "priority":
 			return once(seen, 10) && d.int(&t.Priority)
+		case "retries":
+			return once(seen, 13) && d.int(&t.Retries)
 		case "channel":
 			return once(seen, 11) && d.str(&t.Channel)
 		case "cursor":

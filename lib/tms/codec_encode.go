@@ -113,6 +113,12 @@ func appendTask(b []byte, t *Task) ([]byte, error) {
 	e.int(`,"priority":`, t.Priority)
 	e.str(`,"by":`, t.By)
 	e.int(`,"attempts":`, t.Attempts)
+	if t.Retries != 0 {
+		e.int(`,"retries":`, t.Retries)
+	}
+	if t.Retried != 0 {
+		e.int(`,"retried":`, t.Retried)
+	}
 	if t.Claim != nil {
 		e.str(`,"claim":{"run":`, t.Claim.Run)
 		e.time(`,"at":`, t.Claim.At)
@@ -162,6 +168,9 @@ func appendTemplate(b []byte, t *Template) ([]byte, error) {
 	e.str(`,"ceiling":`, t.Ceiling)
 	if t.Priority != 0 {
 		e.int(`,"priority":`, t.Priority)
+	}
+	if t.Retries != 0 {
+		e.int(`,"retries":`, t.Retries)
 	}
 	e.optStr(`,"channel":`, t.Channel)
 	e.optTime(`,"cursor":`, t.Cursor)

@@ -31,7 +31,7 @@ func richFile() *File {
 		{ID: "t-2026-11-29-19-22-01-k3v9", Text: "say \"hi\"\n\tto <a&b> \\ é 日本 \u2028 \u2029 \x01 \xff end", Kind: KindFiled,
 			Standing: Owner, State: Claimed, CreatedAt: at, ScheduledAt: &off, DependsOn: []string{"t-a", "t-\"b"},
 			Settled: map[string]string{"t-z": Completed, "t-a": Failed, "<k>": Canceled}, Ceiling: "45m", Channel: "slack:C01/th 1",
-			From: "ann", Template: "nightly", Slot: &at, Priority: -3, By: ByWorker, Attempts: 2,
+			From: "ann", Template: "nightly", Slot: &at, Priority: -3, By: ByWorker, Attempts: 2, Retries: 3, Retried: 1,
 			Claim:     &Claim{Run: "2026-11-29-19-22-03-q8w2", At: at},
 			Gates:     []Gate{{ID: "g1", What: "push", State: GatePending, Wake: true}, {ID: "g2", What: "x", State: GateDenied, Why: "no", ResolvedAt: &at}},
 			Continues: "t-c", RefiledFrom: "t-r", FiledBy: "run", LastRun: "run2", FinishedAt: &at},
@@ -39,7 +39,7 @@ func richFile() *File {
 	}, Templates: []Template{
 		{ID: "heartbeat", System: true, Cron: "@every 30m", Text: HeartbeatText, Standing: Proactive, By: ByHost, CatchUp: "latest", Overlap: OverlapForbid, Cursor: &at},
 		{ID: "n", Cron: "CRON_TZ=Europe/Berlin 0 2 * * *", Text: "nightly \"x\"", Standing: Owner, By: ByOwner, Window: "1h", CatchUp: "none",
-			Overlap: OverlapAllow, Ceiling: "10m", Priority: 5, Channel: "c"},
+			Overlap: OverlapAllow, Ceiling: "10m", Priority: 5, Retries: 2, Channel: "c"},
 	}}
 }
 

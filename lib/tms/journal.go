@@ -37,7 +37,7 @@ func (p *Partition) Finished() ([]Task, error) {
 type Attempt struct {
 	Seq    int64     `json:"seq"`
 	At     time.Time `json:"at"`
-	Event  string    `json:"event"` // completed, failed, canceled, needs-review, reclaimed, requeued
+	Event  string    `json:"event"` // completed, failed, canceled, needs-review, reclaimed, requeued, retrying
 	Run    string    `json:"run,omitempty"`
 	By     string    `json:"by,omitempty"`
 	Reason string    `json:"reason,omitempty"`
@@ -58,7 +58,7 @@ func (p *Partition) Attempts(id string) ([]Attempt, error) {
 			continue
 		}
 		switch l.Event {
-		case EvCompleted, EvFailed, EvCanceled, EvNeedsReview, EvReclaimed, EvRequeued:
+		case EvCompleted, EvFailed, EvCanceled, EvNeedsReview, EvReclaimed, EvRequeued, EvRetrying:
 			reason := l.Reason
 			if reason == "" && l.Evidence != nil {
 				reason = l.Evidence.Note

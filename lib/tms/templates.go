@@ -31,6 +31,7 @@ type NewTemplate struct {
 	Overlap  string // forbid (default) | allow
 	Ceiling  string
 	Priority int
+	Retries  int // the tasks it files get these automatic retries
 	Channel  string
 	By       string // default owner
 }
@@ -72,6 +73,9 @@ func normalizeTemplate(t *Template) (*sched.Schedule, error) {
 	if t.Ceiling, err = checkDuration("ceiling", t.Ceiling); err != nil {
 		return nil, err
 	}
+	if err := checkRetries(t.Retries); err != nil {
+		return nil, err
+	}
 	if t.Channel != "" {
 		if _, err := home.EncodeChannel(t.Channel); err != nil {
 			return nil, err
@@ -89,7 +93,7 @@ func (p *Partition) AddTemplate(ctx context.Context, nt NewTemplate) (Template, 
 	}
 	tpl := Template{ID: nt.ID, Cron: nt.Cron, Text: nt.Text, Standing: nt.Standing, By: nt.By,
 		Window: nt.Window, CatchUp: nt.CatchUp, Overlap: nt.Overlap, Ceiling: nt.Ceiling,
-		Priority: nt.Priority, Channel: nt.Channel}
+		Priority: nt.Priority, Retries: nt.Retries, Channel: nt.Channel}
 	if nt.ID == HeartbeatID {
 		return Template{}, errs.WithHint(usage("template %q is the system template", nt.ID),
 			"set the worker spec's heartbeat instead")
@@ -338,7 +342,7 @@ func (t *txn) fire(i int, rep *FireReport) error {
 	}
 	task := Task{ID: home.FiredTaskID(act, t.p.Name, tpl.ID), Text: tpl.Text, Kind: kind, Standing: tpl.Standing,
 		State: Pending, CreatedAt: t.now, Ceiling: tpl.Ceiling, Channel: tpl.Channel, Template: tpl.ID,
-		Slot: &act, Priority: tpl.Priority, By: ByHost}
+		Slot: &act, Priority: tpl.Priority, Retries: tpl.Retries, By: ByHost}
 	t.f.Tasks = append(t.f.Tasks, task)
 	if _, err := t.emit(Line{Event: EvFired, Task: task.ID, Template: tpl.ID, By: ByHost, Slot: &act, Missed: d.Missed,
 		Records: []Record{taskRec(task, false), templateRec(*tpl, false)}}, true); err != nil {

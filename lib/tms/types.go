@@ -57,6 +57,7 @@ const (
 	EvFailed       = "failed"
 	EvCanceled     = "canceled"
 	EvRequeued     = "requeued"
+	EvRetrying     = "retrying" // a failed task re-filed under its id for an automatic retry
 	EvReclaimed    = "reclaimed"
 	EvNeedsReview  = "needs-review"
 	EvGateProposed = "gate-proposed"
@@ -102,6 +103,8 @@ type Task struct {
 	Priority    int               `json:"priority"`
 	By          string            `json:"by"`
 	Attempts    int               `json:"attempts"`
+	Retries     int               `json:"retries,omitempty"` // automatic retries of a failed run allowed (--retries)
+	Retried     int               `json:"retried,omitempty"` // of which used so far
 	Claim       *Claim            `json:"claim,omitempty"`
 	Gates       []Gate            `json:"gates,omitempty"`
 	Continues   string            `json:"continues,omitempty"`    // a continuation's original task
@@ -147,6 +150,7 @@ type Template struct {
 	Overlap  string     `json:"overlap"`
 	Ceiling  string     `json:"ceiling"`
 	Priority int        `json:"priority,omitempty"`
+	Retries  int        `json:"retries,omitempty"` // the tasks it files get --retries
 	Channel  string     `json:"channel,omitempty"`
 	Cursor   *time.Time `json:"cursor,omitempty"`
 }
