@@ -100,6 +100,7 @@ func pruneWorkerRuns(w home.Worker, o PruneOptions) ([]Pruned, []string, error) 
 	}
 	var out []Pruned
 	kept := 0
+	indexed := false
 	for i := len(ids) - 1; i >= 0; i-- { // newest first
 		id := ids[i]
 		if o.Keep >= 0 && kept < o.Keep {
@@ -121,6 +122,20 @@ func pruneWorkerRuns(w home.Worker, o PruneOptions) ([]Pruned, []string, error) 
 		if e := Load(w, id); e.Err != nil {
 			unreadable = append(unreadable, id)
 			continue
+		}
+		if !o.DryRun && !indexed {
+			// The usage index keeps what the runs used after their folders
+			// go: bring it up to date first, or delete nothing.
+			_, problems, err := WorkerUsage(w, time.Time{}, o.Now)
+			for _, p := range problems {
+				if errors.Is(p, ErrUsageNotSaved) {
+					err = p
+				}
+			}
+			if err != nil {
+				return out, unreadable, fmt.Errorf("runs kept: %w: %w", err, errs.ErrBusy)
+			}
+			indexed = true
 		}
 		if !o.DryRun {
 			if err := removeRun(w, id); err != nil {

@@ -33,6 +33,10 @@ import (
 
 const usageLockWait = 5 * time.Second
 
+// ErrUsageNotSaved is wrapped by a WorkerUsage problem saying the index
+// could not be updated (its lock busy, or not writable).
+var ErrUsageNotSaved = errors.New("usage index not saved")
+
 // maxUsageDay bounds one index file: a day of rows is a few hundred KiB
 // even for a worker running all day.
 const maxUsageDay = 64 << 20
@@ -94,7 +98,7 @@ func WorkerUsage(w home.Worker, since, now time.Time) (rows []RunUsage, problems
 			if lock == nil {
 				unsaved++
 			} else if err := saveUsageDay(w, day, save); err != nil {
-				problems = append(problems, fmt.Errorf("usage index %s not saved: %w", w.UsageDay(day), err))
+				problems = append(problems, fmt.Errorf("usage index %s not saved: %v: %w", w.UsageDay(day), err, ErrUsageNotSaved))
 			}
 		}
 		for _, u := range dayRows {
@@ -104,7 +108,7 @@ func WorkerUsage(w home.Worker, since, now time.Time) (rows []RunUsage, problems
 		}
 	}
 	if unsaved > 0 {
-		problems = append(problems, fmt.Errorf("usage index of %s not updated (%s busy or not writable); the figures were computed from the run records", w.Name, w.UsageLock()))
+		problems = append(problems, fmt.Errorf("usage index of %s not updated (%s busy or not writable); the figures were computed from the run records: %w", w.Name, w.UsageLock(), ErrUsageNotSaved))
 	}
 	// The live runs of the days, not indexed, come last within their day:
 	// sort by start.

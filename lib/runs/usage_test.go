@@ -1,7 +1,9 @@
 package runs
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
 )
 
@@ -331,4 +335,44 @@ func TestUsageIndexConcurrentReadersAgree(t *testing.T) {
 	if n != 40 {
 		t.Fatalf("the index holds %d rows, want 40", n)
 	}
+}
+
+func TestPruneIndexesUsageBeforeDeletingRuns(t *testing.T) {
+	h := testHome(t)
+	w := h.Worker("dobby")
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for i, id := range []string{"2026-11-28-10-00-00-aaaa", "2026-11-29-10-00-00-bbbb", "2026-11-30-10-00-00-cccc"} {
+		writeRun(t, h, ended(id, Cost{WallSeconds: 10, ModelCalls: 1, InputTokens: int64(100 * (i + 1))}, "proactive"), call("m", int64(100*(i+1)), 0, nil))
+	}
+
+	// the index cannot be updated (its lock held): nothing is deleted
+	lock, err := fsx.LockPath(context.Background(), filepath.Join(testMkdir(t, w.Usage()), ".lock"), false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pruned, problems := Prune(h, PruneOptions{Keep: 1, Now: now})
+	lock.Unlock()
+	if len(pruned) != 0 || len(problems) != 1 || !errors.Is(problems[0], errs.ErrBusy) {
+		t.Fatalf("with the index locked: pruned %v, problems %v", pruned, problems)
+	}
+	if ids, _ := IDs(w); len(ids) != 3 {
+		t.Fatalf("runs deleted without their usage indexed: %v", ids)
+	}
+
+	pruned, problems = Prune(h, PruneOptions{Keep: 1, Now: now})
+	if len(pruned) != 2 || len(problems) != 0 {
+		t.Fatalf("pruned %v, problems %v", pruned, problems)
+	}
+	rows, _, err := WorkerUsage(w, time.Time{}, now)
+	if err != nil || len(rows) != 3 || rows[0].InputTokens != 100 || rows[1].Models["m"].InputTokens != 200 {
+		t.Fatalf("usage after prune: %+v, %v", rows, err)
+	}
+}
+
+func testMkdir(t *testing.T, dir string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
