@@ -21,8 +21,13 @@ import (
 // stream makes the record, and the model saw the key of the configuration.
 // Box paths are mapped into a temporary folder.
 func TestRealAgentOnTheHostFollowsTheScript(t *testing.T) {
-	for _, tc := range []struct{ agent, tool string }{{"pi", "bash"}, {"claude", "Bash"}} {
-		t.Run(tc.agent, func(t *testing.T) {
+	for _, tc := range []struct{ test, agent, tool, provider, style, model, path string }{
+		{"pi", "pi", "bash", "anthropic", "anthropic", "", "/v1/messages"},
+		{"claude", "claude", "Bash", "anthropic", "anthropic", "", "/v1/messages"},
+		// an org.toml provider with the OpenAI API: pi's chat completions
+		{"pi-openai", "pi", "bash", "local", "openai", "local/qwen3", "/v1/chat/completions"},
+	} {
+		t.Run(tc.test, func(t *testing.T) {
 			a, _ := For(tc.agent)
 			exe, err := Find(a, "")
 			if err != nil {
@@ -46,8 +51,12 @@ func TestRealAgentOnTheHostFollowsTheScript(t *testing.T) {
 			go hs.Serve(ln)
 			defer hs.Close()
 
-			p, err := a.Prepare(Input{Briefing: "Write a note into your store.", Provider: "anthropic",
-				ProviderStyle: "anthropic", BaseURL: "http://" + ln.Addr().String(), Key: key})
+			base := "http://" + ln.Addr().String()
+			if tc.style == "openai" {
+				base += "/v1"
+			}
+			p, err := a.Prepare(Input{Briefing: "Write a note into your store.", Model: tc.model, Provider: tc.provider,
+				ProviderStyle: tc.style, BaseURL: base, Key: key})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,7 +96,7 @@ func TestRealAgentOnTheHostFollowsTheScript(t *testing.T) {
 				t.Fatalf("calls %+v", calls)
 			}
 			for _, c := range calls {
-				if c.Key != key || c.Status != 200 {
+				if c.Key != key || c.Status != 200 || c.Path != tc.path {
 					t.Errorf("call %+v", c)
 				}
 			}
