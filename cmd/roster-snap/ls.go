@@ -2,6 +2,7 @@ package main
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/roster-sh/roster/lib/cli"
 	"github.com/roster-sh/roster/lib/snap"
@@ -37,6 +38,9 @@ func list(g *cli.Globals, env *cli.Env, name string, asJSON bool) error {
 	rows := make([][]string, 0, len(infos))
 	for _, in := range infos {
 		label := in.Label
+		if in.Pinned {
+			label = strings.TrimPrefix(label+", pinned", ", ")
+		}
 		if label == "" {
 			label = "-"
 		}

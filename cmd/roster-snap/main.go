@@ -33,6 +33,8 @@ type CLI struct {
 	Restore RestoreCmd `cmd:"" help:"Restore a worker's store (and channel stores) from a snapshot; prints the pre-restore snapshot id (the undo)."`
 	Sweep   SweepCmd   `cmd:"" help:"Take a snapshot of every worker whose store changed (daily)."`
 	Prune   PruneCmd   `cmd:"" help:"Keep only the newest N snapshots of a worker."`
+	Pin     PinCmd     `cmd:"" help:"Keep a snapshot out of the rotation: it is never pruned until unpinned; prints its id."`
+	Unpin   UnpinCmd   `cmd:"" help:"Give a pinned snapshot back to the rotation; prints its id."`
 }
 
 func main() {
@@ -72,7 +74,7 @@ func options(h home.Home, env *cli.Env, wait time.Duration) (snap.Options, error
 	case wait == 0:
 		wait = snap.NoWait // one try, then exit 11
 	}
-	return snap.Options{Keep: org.Storage.Snapshots, MinFree: org.Storage.MinFree, Wait: wait}, nil
+	return snap.Options{Keep: org.Storage.Snapshots, UndoDays: org.Storage.UndoDays, MinFree: org.Storage.MinFree, Wait: wait}, nil
 }
 
 // progress draws a bar on stderr only when stderr is a terminal.

@@ -31,6 +31,7 @@ import (
 type Org struct {
 	Storage struct {
 		Snapshots int   // store.snapshots: complete snapshots kept per worker; 0 disables snapshots
+		UndoDays  int   // store.undo_days: pre-restore snapshots kept this long; 0 = until removed by hand
 		MinFree   int64 // store.min_free, bytes
 		RunsKeep  int   // runs.keep: run folders kept per worker
 	}
@@ -65,6 +66,7 @@ type Org struct {
 // Defaults (docs/layout.md, "org.toml").
 const (
 	DefaultSnapshots = 14
+	DefaultUndoDays  = 30
 	DefaultMinFree   = "1GiB"
 	DefaultRunsKeep  = 1000
 	DefaultCap       = 3
@@ -123,6 +125,7 @@ type orgFile struct {
 	Storage struct {
 		Store struct {
 			Snapshots int `toml:"snapshots"`
+			UndoDays  int `toml:"undo_days"`
 			MinFree   any `toml:"min_free"`
 		} `toml:"store"`
 		Runs struct {
@@ -170,6 +173,7 @@ func LoadOrg(h home.Home) (*Org, error) {
 func ParseOrg(file string, data []byte) (*Org, error) {
 	var f orgFile
 	f.Storage.Store.Snapshots = DefaultSnapshots
+	f.Storage.Store.UndoDays = DefaultUndoDays
 	f.Storage.Store.MinFree = DefaultMinFree
 	f.Storage.Runs.Keep = DefaultRunsKeep
 	f.Dispatch.Cap = DefaultCap
@@ -194,6 +198,10 @@ func ParseOrg(file string, data []byte) (*Org, error) {
 		return nil, bad("storage.store.snapshots", "must be 0 (no snapshots) or more")
 	}
 	o.Storage.Snapshots = f.Storage.Store.Snapshots
+	if f.Storage.Store.UndoDays < 0 {
+		return nil, bad("storage.store.undo_days", "must be 0 (keep until removed by hand) or more")
+	}
+	o.Storage.UndoDays = f.Storage.Store.UndoDays
 	if o.Storage.MinFree, err = sizeValue(f.Storage.Store.MinFree); err != nil {
 		return nil, bad("storage.store.min_free", err.Error())
 	}

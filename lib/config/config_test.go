@@ -75,6 +75,7 @@ func TestOrgDefaults(t *testing.T) {
 		}
 		want := &Org{}
 		want.Storage.Snapshots = 14
+		want.Storage.UndoDays = 30
 		want.Storage.MinFree = 1 << 30
 		want.Storage.RunsKeep = 1000
 		want.Dispatch.Cap = 3

@@ -14,6 +14,8 @@ const DefaultOrgTOML = `# org.toml: settings for the whole roster home (see rost
 
 [storage]
 # store.snapshots = 14        # complete snapshots kept per worker; 0 disables snapshots
+# store.undo_days = 30        # pre-restore snapshots (a restore's undo) are kept this long
+#                             # outside the rotation; 0 = until removed by hand
 # store.min_free = "1GiB"     # below this free space on the data tree's filesystem, dispatch
 #                             # holds and snapshots are skipped (sizes: K, M, G, T, powers of 1024)
 # runs.keep = 1000            # run folders kept per worker (the daily sweep prunes older ones,

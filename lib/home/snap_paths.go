@@ -11,6 +11,7 @@ const (
 	SnapChanges          = "changes.txt"    // ID/changes.txt
 	SnapPartialPrefix    = ".partial-"      // .partial-ID/: under construction
 	SnapTrash            = ".trash"         // .trash/: being deleted
+	SnapPinned           = ".pinned"        // .pinned/ID: an empty file per pinned snapshot
 	StoreLocksName       = ".locks"         // the store's lock-folder mount point
 	StoreLockName        = "store"          // the whole-store lock in locks/
 	RestorePrefix        = ".restore-"      // W/.restore-*: a restore's staging trees

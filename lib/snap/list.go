@@ -21,6 +21,7 @@ type Info struct {
 	Own      int64     `json:"own_bytes"`    // disk space (st_blocks*512) of the inodes only this snapshot links (files, folders, manifest): freed by deleting it
 	Unstable int       `json:"unstable"`
 	Skipped  int       `json:"skipped"`
+	Pinned   bool      `json:"pinned"` // roster-snap pin: never rotated away
 }
 
 // List describes worker w's complete snapshots, newest first. It takes
@@ -35,13 +36,17 @@ func List(ctx context.Context, w home.Worker) ([]Info, error) {
 	if err != nil {
 		return nil, err
 	}
+	pinned, err := s.pinned()
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Info, 0, len(ids))
 	for i := len(ids) - 1; i >= 0; i-- {
 		h, err := s.checkShape(ids[i])
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v: %w", w.SnapshotManifest(ids[i]), err, ErrBadManifest)
 		}
-		in := Info{ID: ids[i], Label: h.Label, TakenAt: h.TakenAt, Files: h.Files, Unstable: h.Unstable, Skipped: h.Skipped}
+		in := Info{ID: ids[i], Label: h.Label, TakenAt: h.TakenAt, Files: h.Files, Unstable: h.Unstable, Skipped: h.Skipped, Pinned: pinned[ids[i]]}
 		if err := s.usage(ids[i], &in); err != nil {
 			return nil, err
 		}

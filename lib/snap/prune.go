@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -11,13 +12,18 @@ import (
 	"github.com/roster-sh/roster/lib/home"
 )
 
-// prune keeps the newest keep complete snapshots. A pre-restore snapshot
-// newer than every ordinary one is not counted (nor pruned) until the next
-// ordinary snapshot; the newest snapshot is never pruned. Victims are
-// renamed into .trash/ first, then deleted.
-func (s *session) prune(keep int) ([]string, error) {
+// prune keeps the newest keep complete snapshots. Neither counted nor
+// pruned: a pinned snapshot (Pin), a pre-restore snapshot younger than
+// opt.UndoDays (any age with 0: until removed by hand), and a pre-restore
+// snapshot newer than every ordinary one; the newest snapshot is never
+// pruned. Victims are renamed into .trash/ first, then deleted.
+func (s *session) prune(keep int, opt *Options) ([]string, error) {
 	ids, err := s.ids()
 	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	pinned, err := s.pinned()
+	if err != nil {
 		return nil, err
 	}
 	newestOrdinary := ""
@@ -38,7 +44,7 @@ func (s *session) prune(keep int) ([]string, error) {
 	}
 	var counted []string
 	for i, id := range ids {
-		if labels[i] == LabelPreRestore && id > newestOrdinary {
+		if pinned[id] || labels[i] == LabelPreRestore && (id > newestOrdinary || undoKept(id, opt)) {
 			continue
 		}
 		counted = append(counted, id)
@@ -77,6 +83,16 @@ func (s *session) prune(keep int) ([]string, error) {
 	return victims, nil
 }
 
+// undoKept tells whether pre-restore snapshot id is still inside
+// store.undo_days (0: always).
+func undoKept(id string, opt *Options) bool {
+	if opt.UndoDays <= 0 {
+		return true
+	}
+	at, err := home.SnapshotTime(id)
+	return err != nil || opt.now().Sub(at) < time.Duration(opt.UndoDays)*24*time.Hour
+}
+
 func (s *session) trash() (int, error) {
 	if err := unix.Mkdirat(s.snaps, home.SnapTrash, 0o700); err != nil && err != unix.EEXIST {
 		return -1, fmt.Errorf("make %s: %w", home.SnapTrash, err)
@@ -95,7 +111,7 @@ func Prune(ctx context.Context, w home.Worker, keep int, opt Options) ([]string,
 	if err := s.cleanup(); err != nil {
 		return nil, err
 	}
-	return s.prune(keep)
+	return s.prune(keep, &opt)
 }
 
 // checkShape reads snapshot id's header and checks its manifest's shape

@@ -203,11 +203,58 @@ func TestPreRestoreNotCountedUntilNextOrdinary(t *testing.T) {
 	if strings.Join(got, " ") != strings.Join(append(ids, r.PreRestore), " ") {
 		t.Fatalf("after restore: %v", got)
 	}
+	// Past store.undo_days, the pre-restore snapshot is one of the count.
+	o.UndoDays = 30
+	o.Now = func() time.Time { return time.Now().Add(31 * 24 * time.Hour) }
 	write(t, filepath.Join(w.Store(), "f"), "next", 0o644)
 	c := take(t, w, o)
 	got, _ = IDs(w)
 	if strings.Join(got, " ") != r.PreRestore+" "+c.ID {
 		t.Fatalf("after the next ordinary snapshot: %v, want [%s %s]", got, r.PreRestore, c.ID)
+	}
+}
+
+// TestPreRestoreKeptForUndoDaysAndPinnedNeverRotated: within
+// store.undo_days (or with 0, until removed by hand) a pre-restore
+// snapshot is neither counted nor pruned; a pinned one never is.
+func TestPreRestoreKeptForUndoDaysAndPinnedNeverRotated(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	o := opts(1)
+	o.UndoDays = 30
+	write(t, filepath.Join(w.Store(), "f"), "a", 0o644)
+	a := take(t, w, o).ID
+	if _, err := Pin(context.Background(), w, a, o); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(w.Store(), "f"), "bb", 0o644)
+	r, err := Restore(context.Background(), w, RestoreOptions{Options: o, From: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for i := 0; i < 3; i++ {
+		write(t, filepath.Join(w.Store(), "f"), strings.Repeat("c", i+3), 0o644)
+		last = take(t, w, o).ID
+	}
+	got, _ := IDs(w)
+	if strings.Join(got, " ") != a+" "+r.PreRestore+" "+last {
+		t.Fatalf("kept %v, want the pinned %s, the undo %s and the newest %s", got, a, r.PreRestore, last)
+	}
+	infos, err := List(context.Background(), w)
+	if err != nil || !infos[len(infos)-1].Pinned || infos[1].Label != LabelPreRestore {
+		t.Fatalf("ls: %+v %v", infos, err)
+	}
+	if _, err := Unpin(context.Background(), w, a, o); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(w.Store(), "f"), "d", 0o644)
+	take(t, w, o)
+	if got, _ := IDs(w); got[0] == a {
+		t.Fatalf("unpinned %s still kept: %v", a, got)
+	}
+	if _, err := Pin(context.Background(), w, "1999", o); !errors.Is(err, errs.ErrNotFound) {
+		t.Fatalf("pin of no snapshot: %v", err)
 	}
 }
 

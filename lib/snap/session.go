@@ -26,6 +26,7 @@ const NoWait time.Duration = -3
 // Options tune take, restore and prune.
 type Options struct {
 	Keep     int           // store.snapshots: complete snapshots kept; 0 = take none
+	UndoDays int           // store.undo_days: pre-restore snapshots kept this long; 0 = until removed by hand
 	MinFree  int64         // store.min_free: below this many free bytes, take nothing
 	Wait     time.Duration // for the store lock (0 = DefaultWait; fsx.Forever)
 	Now      func() time.Time

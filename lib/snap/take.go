@@ -44,7 +44,7 @@ func Take(ctx context.Context, w home.Worker, opt Options) (*Result, error) {
 	if err != nil || r.ID == "" {
 		return r, err
 	}
-	r.Pruned, err = s.prune(opt.Keep)
+	r.Pruned, err = s.prune(opt.Keep, &opt)
 	return r, err
 }
 
