@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/roster-sh/roster/lib/gateway"
@@ -32,6 +33,8 @@ func main() {
 	dur := flag.Duration("for", 3*time.Second, "how long the throughput run lasts")
 	conc := flag.Int("c", 32, "concurrent clients in the throughput run")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the throughput run here")
+	count := flag.Int("count", 0, "instead of the figures, make exactly this many small requests (-c at a time) on -side and print the process's CPU time per request: a fixed amount of work, for valgrind --tool=callgrind, strace -c -f or perf stat")
+	side := flag.String("side", "gateway", "with -count: gateway or direct")
 	flag.Parse()
 
 	up := upstream()
@@ -61,6 +64,14 @@ func main() {
 	relay := relayTo(sock)
 
 	dBase, vBase := "http://"+up, "http://"+relay+"/anthropic"
+	if *count > 0 {
+		base := vBase
+		if *side == "direct" {
+			base = dBase
+		}
+		fixed(base, *side, *conc, *count)
+		return
+	}
 	latency(dBase, vBase, *n)
 	throughput(dBase, vBase, *conc, *dur, *prof)
 	tunnels(relay, echo)
@@ -156,6 +167,38 @@ func throughput(dBase, vBase string, conc int, dur time.Duration, prof string) {
 		fmt.Printf("throughput %-11s %7.0f requests/s (%d clients, %s)\n", side.name, float64(count.Load())/dur.Seconds(), conc, dur)
 	}
 
+}
+
+// fixed makes exactly n small requests against base, conc at a time,
+// after a warm-up, and prints the process's CPU time per request.
+func fixed(base, side string, conc, n int) {
+	// A vault key is written long before a run: let it settle (the
+	// gateway rereads a key file changed within the last two seconds at
+	// every request).
+	time.Sleep(2100 * time.Millisecond)
+	c := client(nil)
+	for i := 0; i < 50; i++ {
+		call(c, base, false)
+	}
+	var ru0, ru1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	var left atomic.Int64
+	left.Store(int64(n))
+	var wg sync.WaitGroup
+	for i := 0; i < conc; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := client(nil)
+			for left.Add(-1) >= 0 {
+				call(c, base, false)
+			}
+		}()
+	}
+	wg.Wait()
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	cpu := time.Duration(ru1.Utime.Nano()-ru0.Utime.Nano()) + time.Duration(ru1.Stime.Nano()-ru0.Stime.Nano())
+	fmt.Printf("%d requests %s: CPU time (user+sys, the whole process: clients, relay, gateway, upstream) %s per request\n", n, side, us(cpu/time.Duration(n)))
 }
 
 // tunnels opens 100 CONNECT tunnels through the gateway and reports the

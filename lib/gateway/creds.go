@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/roster-sh/roster/lib/config"
@@ -100,8 +101,10 @@ const (
 )
 
 // Lookup tries p's sources in order and returns the first credential.
-// Nothing is cached: every call reads the files and the environment again,
-// so a rotated key is used at once and a removed one refused at once.
+// Every call looks at the files and the environment again, so a rotated
+// key is used at once and a removed one refused at once: a key file is
+// read again whenever its inode, size, mode or times differ from the read
+// it was last served from (fileCache), and otherwise costs one lstat.
 //
 // A vault or file: source whose file (or the vault folder) is open to
 // group or others stops the lookup with ErrUnsafeMode: the operator meant
@@ -220,9 +223,20 @@ func checkVaultDir(dir string) error {
 	return nil
 }
 
+// keyFiles caches vault and file: keys, piFiles pi's auth.json (apart, so
+// that a file read without the key files' mode rule is never served as a
+// key file).
+var keyFiles, piFiles fileCache
+
 // readKeyFile reads a vault or file: key: a regular file (a symlink is not
-// followed), mode without group or other bits, one line.
+// followed), mode without group or other bits, one line. A key file that
+// is still the one last read and accepted is served from keyFiles.
 func readKeyFile(path string) (Credential, error) {
+	if data, ok := keyFiles.get(path); ok {
+		return Credential{Value: string(data)}, nil
+	}
+	keyFiles.forget(path)
+	began := time.Now()
 	f, err := fsx.OpenRegular(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return Credential{}, fmt.Errorf("%s: missing: %w", path, ErrNoCredential)
@@ -252,6 +266,9 @@ func readKeyFile(path string) (Credential, error) {
 	}
 	if err := checkKey(v); err != nil {
 		return Credential{}, fmt.Errorf("credential file %s: %w", path, err)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		keyFiles.put(path, sys, began, []byte(v))
 	}
 	return Credential{Value: v}, nil
 }
@@ -308,17 +325,9 @@ func PiAuthFile(c Creds) string {
 // escape and is not run here (the gateway runs as root, on the host).
 func lookupPi(p Provider, c Creds, now time.Time) (Credential, error) {
 	path := PiAuthFile(c)
-	f, err := fsx.OpenRegular(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return Credential{}, fmt.Errorf("pi: %s missing: %w", path, ErrNoCredential)
-	}
+	data, err := readPiAuth(path)
 	if err != nil {
-		return Credential{}, fmt.Errorf("pi: %s: %v: %w", path, err, ErrNoCredential)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxPiAuthBytes))
-	f.Close()
-	if err != nil {
-		return Credential{}, fmt.Errorf("pi: %s: %v: %w", path, err, ErrNoCredential)
+		return Credential{}, err
 	}
 	var all map[string]json.RawMessage
 	if err := json.Unmarshal(bytes.TrimSpace(data), &all); err != nil {
@@ -368,6 +377,36 @@ func lookupPi(p Provider, c Creds, now time.Time) (Credential, error) {
 		return Credential{Value: v, OAuth: true}, nil
 	}
 	return Credential{}, fmt.Errorf("pi: %s entry of %s has type %q: %w", p.Name, path, e.Type, ErrNoCredential)
+}
+
+// readPiAuth reads pi's auth.json (a regular file, a symlink not
+// followed), or serves it from piFiles while it is still the one read.
+func readPiAuth(path string) ([]byte, error) {
+	if data, ok := piFiles.get(path); ok {
+		return data, nil
+	}
+	piFiles.forget(path)
+	began := time.Now()
+	f, err := fsx.OpenRegular(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("pi: %s missing: %w", path, ErrNoCredential)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pi: %s: %v: %w", path, err, ErrNoCredential)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("pi: %s: %v: %w", path, err, ErrNoCredential)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxPiAuthBytes))
+	if err != nil {
+		return nil, fmt.Errorf("pi: %s: %v: %w", path, err, ErrNoCredential)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		piFiles.put(path, sys, began, data)
+	}
+	return data, nil
 }
 
 // PutVault stores the key read from r as dir/PROVIDER: one trailing

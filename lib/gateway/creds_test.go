@@ -306,3 +306,63 @@ func TestBoxEnvHoldsPlaceholdersShapedLikeTheCredential(t *testing.T) {
 		t.Fatalf("CheckAllow: %v", err)
 	}
 }
+
+// TestSettledKeyFileChanges: a key file that has settled is served from
+// keyFiles, and still every change is seen at the next lookup: a rewrite
+// in place of the same length, an atomic rotation, a chmod, a symlink put
+// in its place and a removal.
+func TestSettledKeyFileChanges(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "key")
+	os.WriteFile(path, []byte("sk-ant-one\n"), 0o600)
+	p := anthropic()
+	p.Credentials = []string{"file:" + path}
+	c := testCreds(t, nil)
+	want := func(what, value string) {
+		t.Helper()
+		cr, err := Lookup(p, c, testNow)
+		if err != nil || cr.Value != value {
+			t.Fatalf("%s: %+v %v, want %s", what, cr, err, value)
+		}
+	}
+	cached := func() bool {
+		keyFiles.mu.Lock()
+		defer keyFiles.mu.Unlock()
+		_, ok := keyFiles.m[path]
+		return ok
+	}
+	want("fresh", "sk-ant-one")
+	if cached() {
+		t.Fatal("a file changed within the settle time was cached")
+	}
+	time.Sleep(settle + 100*time.Millisecond) // let it settle (a wait, not a time measured)
+	want("settled", "sk-ant-one")
+	if !cached() {
+		t.Fatal("a settled key file was not cached")
+	}
+	want("cached", "sk-ant-one")
+
+	os.WriteFile(path, []byte("sk-ant-two\n"), 0o600) // in place, same length, same tick maybe
+	want("rewritten in place", "sk-ant-two")
+	tmp := filepath.Join(dir, "key.new")
+	os.WriteFile(tmp, []byte("sk-ant-three\n"), 0o600)
+	os.Rename(tmp, path)
+	want("rotated", "sk-ant-three")
+	os.Chmod(path, 0o640)
+	if _, err := Lookup(p, c, testNow); !errors.Is(err, ErrUnsafeMode) {
+		t.Fatalf("chmod 640: %v", err)
+	}
+	os.Chmod(path, 0o600)
+	want("chmod back", "sk-ant-three")
+	os.Remove(path)
+	os.Symlink(tmp+".elsewhere", path)
+	os.WriteFile(tmp+".elsewhere", []byte("sk-ant-elsewhere\n"), 0o600)
+	if cr, err := Lookup(p, c, testNow); err == nil || errors.Is(err, ErrNoCredential) {
+		t.Fatalf("symlink in its place: %+v %v", cr, err)
+	}
+	os.Remove(path)
+	if _, err := Lookup(p, c, testNow); !errors.Is(err, ErrNoCredential) {
+		t.Fatalf("removed: %v", err)
+	}
+}

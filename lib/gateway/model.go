@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,9 +54,12 @@ func newModelProxy(g *Gateway) *modelProxy {
 		ExpectContinueTimeout: time.Second,
 	}
 	m.rp = &httputil.ReverseProxy{
-		Rewrite:        m.rewrite,
-		Transport:      m.tr,
-		FlushInterval:  -1, // server-sent events reach the box as they come
+		Rewrite:   m.rewrite,
+		Transport: m.tr,
+		// Server-sent events and answers of unknown length are flushed as
+		// they come (ReverseProxy does so whatever FlushInterval says); an
+		// answer of known length goes down in as few writes as it can.
+		FlushInterval:  0,
 		ModifyResponse: m.modifyResponse,
 		ErrorHandler:   m.errorHandler,
 		ErrorLog:       log.New(io.Discard, "", 0),
@@ -76,11 +80,43 @@ var credentialHeaders = []string{
 	"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip",
 }
 
-// isCredentialHeader also catches names no list can foresee.
+// credentialNames is credentialHeaders in lower case.
+var credentialNames = func() map[string]bool {
+	m := make(map[string]bool, len(credentialHeaders))
+	for _, h := range credentialHeaders {
+		m[strings.ToLower(h)] = true
+	}
+	return m
+}()
+
+// credentialWords catch the names no list can foresee.
+var credentialWords = [][]byte{[]byte("auth"), []byte("api-key"), []byte("apikey"), []byte("token"), []byte("secret"),
+	[]byte("cookie"), []byte("session"), []byte("password"), []byte("credential")}
+
+// isCredentialHeader tells a header that is never passed up, whatever its
+// spelling: one of credentialHeaders, or a name holding a credential word.
+// It lower-cases into a stack buffer: no allocation per header.
 func isCredentialHeader(name string) bool {
-	n := strings.ToLower(name)
-	for _, s := range []string{"auth", "api-key", "apikey", "token", "secret", "cookie", "session", "password", "credential"} {
-		if strings.Contains(n, s) {
+	var buf [64]byte
+	n := buf[:0]
+	for i := 0; i < len(name) && n != nil; i++ {
+		switch c := name[i]; {
+		case c >= 0x80 || i == len(buf): // (net/http refuses such names; Unicode lowers K to k)
+			n = nil
+		case 'A' <= c && c <= 'Z':
+			n = append(n, c+'a'-'A')
+		default:
+			n = append(n, c)
+		}
+	}
+	if n == nil {
+		n = []byte(strings.ToLower(name))
+	}
+	if credentialNames[string(n)] {
+		return true
+	}
+	for _, w := range credentialWords {
+		if bytes.Contains(n, w) {
 			return true
 		}
 	}
@@ -107,12 +143,11 @@ func (m *modelProxy) rewrite(pr *httputil.ProxyRequest) {
 	u.RawQuery = pr.In.URL.RawQuery
 	out.URL = &u
 	out.Host = ""
-	for _, h := range credentialHeaders {
-		out.Header.Del(h)
-	}
+	// One pass over the names sent (not one canonicalised Del per listed
+	// name): every spelling of a listed or credential-like name goes.
 	for name := range out.Header {
 		if isCredentialHeader(name) {
-			out.Header.Del(name)
+			delete(out.Header, name)
 		}
 	}
 	// The upstream's answer must reach the usage reader uncompressed:
