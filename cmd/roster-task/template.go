@@ -13,10 +13,13 @@ import (
 
 // TemplateCmd groups the template verbs.
 type TemplateCmd struct {
-	Add  TemplateAddCmd  `cmd:"" help:"Save a template that files a task at each activation of a cron spec."`
-	Ls   TemplateLsCmd   `cmd:"" help:"List templates with their cursor and next activation."`
-	Rm   TemplateRmCmd   `cmd:"" help:"Retire a template."`
-	Next TemplateNextCmd `cmd:"" help:"The next activations of a template or spec, under roster's time rules."`
+	Add     TemplateAddCmd     `cmd:"" help:"Save a template that files a task at each activation of a cron spec."`
+	Ls      TemplateLsCmd      `cmd:"" help:"List templates with their zone, state, last task and its outcome, and next activation (like systemctl list-timers)."`
+	Rm      TemplateRmCmd      `cmd:"" help:"Retire a template."`
+	Disable TemplateDisableCmd `cmd:"" help:"Stop a template firing (it stays listed; enable resumes it)."`
+	Enable  TemplateEnableCmd  `cmd:"" help:"Resume a disabled template from now: what it missed meanwhile never fires."`
+	Run     TemplateRunCmd     `cmd:"" help:"File one activation of a template now (like systemctl start); prints the task's id."`
+	Next    TemplateNextCmd    `cmd:"" help:"The next activations of a template or spec, under roster's time rules."`
 }
 
 // TemplateAddCmd is `roster-task template add`.
@@ -56,8 +59,23 @@ func (c *TemplateAddCmd) Run(g *cli.Globals, env *cli.Env) error {
 type templateJSON struct {
 	Worker string `json:"worker"`
 	tms.Template
-	Zone string     `json:"zone"` // the zone its spec is read in: its CRON_TZ, else the host zone
-	Next *time.Time `json:"next,omitempty"`
+	Zone  string     `json:"zone"` // the zone its spec is read in: its CRON_TZ, else the host zone
+	Next  *time.Time `json:"next,omitempty"`
+	State string     `json:"state"` // enabled | disabled
+}
+
+// lastOf is a template's LAST column: when its last task fired and how it
+// stands (a live task's state from tasks.json, else how it finished).
+func lastOf(f *tms.File, t tms.Template, zone *time.Location) string {
+	l := t.Last
+	if l == nil {
+		return "-"
+	}
+	state := l.State
+	if live := f.Task(l.Task); live != nil {
+		state = live.State
+	}
+	return fmtTime(&l.At, zone) + " " + state
 }
 
 // TemplateLsCmd is `roster-task template ls`.
@@ -79,13 +97,17 @@ func (c *TemplateLsCmd) Run(g *cli.Globals, env *cli.Env) error {
 			zoneName := zone.String()
 			if acts, s, err := tms.PreviewTemplate(t.Cron, laterOf(now, t.Cursor), 1, zone); err == nil {
 				zoneName = s.Location().String()
-				if len(acts) > 0 {
+				if len(acts) > 0 && !t.Disabled {
 					n := acts[0].At
 					next = &n
 				}
 			}
+			state := "enabled"
+			if t.Disabled {
+				state = "disabled"
+			}
 			if c.JSON {
-				if err := cli.JSONLine(env.Stdout, templateJSON{Worker: p.Name, Template: t, Zone: zoneName, Next: next}); err != nil {
+				if err := cli.JSONLine(env.Stdout, templateJSON{Worker: p.Name, Template: t, Zone: zoneName, Next: next, State: state}); err != nil {
 					return err
 				}
 				continue
@@ -94,13 +116,17 @@ func (c *TemplateLsCmd) Run(g *cli.Globals, env *cli.Env) error {
 			if t.System {
 				id += " (system)"
 			}
-			rows = append(rows, []string{p.Name, id, t.Cron, zoneName, t.Standing, t.Overlap, t.CatchUp, t.Window,
-				fmtTime(t.Cursor, zone), fmtTime(next, zone), firstLine(t.Text, 40)})
+			nextCol := fmtTime(next, zone)
+			if t.Disabled {
+				nextCol = "-"
+			}
+			rows = append(rows, []string{p.Name, id, t.Cron, zoneName, state, lastOf(f, t, zone), nextCol,
+				t.Standing, t.Overlap, t.CatchUp, t.Window, fmtTime(t.Cursor, zone), firstLine(t.Text, 40)})
 		}
 		return nil
 	})
 	if !c.JSON {
-		if terr := cli.Table(env.Stdout, []string{"WORKER", "ID", "CRON", "ZONE", "STANDING", "OVERLAP", "CATCH-UP", "WINDOW", "CURSOR", "NEXT", "TEXT"}, rows); terr != nil && err == nil {
+		if terr := cli.Table(env.Stdout, []string{"WORKER", "ID", "CRON", "ZONE", "STATE", "LAST", "NEXT", "STANDING", "OVERLAP", "CATCH-UP", "WINDOW", "CURSOR", "TEXT"}, rows); terr != nil && err == nil {
 			err = terr
 		}
 	}
@@ -126,6 +152,64 @@ func (c *TemplateRmCmd) Run(g *cli.Globals, env *cli.Env) error {
 		return err
 	}
 	return p.RemoveTemplate(env.Ctx, c.ID, tms.ByOwner)
+}
+
+// TemplateDisableCmd is `roster-task template disable`.
+type TemplateDisableCmd struct {
+	Worker string `arg:"" help:"The worker."`
+	ID     string `arg:"" help:"The template's id."`
+}
+
+func (c *TemplateDisableCmd) Run(g *cli.Globals, env *cli.Env) error {
+	return enableTemplate(g, env, c.Worker, c.ID, false)
+}
+
+// TemplateEnableCmd is `roster-task template enable`.
+type TemplateEnableCmd struct {
+	Worker string `arg:"" help:"The worker."`
+	ID     string `arg:"" help:"The template's id."`
+}
+
+func (c *TemplateEnableCmd) Run(g *cli.Globals, env *cli.Env) error {
+	return enableTemplate(g, env, c.Worker, c.ID, true)
+}
+
+func enableTemplate(g *cli.Globals, env *cli.Env, worker, id string, on bool) error {
+	p, err := openPartition(g, worker)
+	if err != nil {
+		return err
+	}
+	changed, err := p.EnableTemplate(env.Ctx, id, on, tms.ByOwner)
+	if err != nil {
+		return err
+	}
+	if !changed {
+		what := "disabled"
+		if on {
+			what = "enabled"
+		}
+		env.Note("template %s is already %s; nothing changed", id, what)
+	}
+	return nil
+}
+
+// TemplateRunCmd is `roster-task template run`.
+type TemplateRunCmd struct {
+	Worker string `arg:"" help:"The worker."`
+	ID     string `arg:"" help:"The template's id."`
+}
+
+func (c *TemplateRunCmd) Run(g *cli.Globals, env *cli.Env) error {
+	p, err := openPartition(g, c.Worker)
+	if err != nil {
+		return err
+	}
+	task, err := p.RunTemplate(env.Ctx, c.ID, tms.ByOwner)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, task.ID)
+	return nil
 }
 
 // TemplateNextCmd is `roster-task template next`.

@@ -453,6 +453,28 @@ func (d *fdec) template(t *Template) bool {
 			return once(seen, 11) && d.str(&t.Channel)
 		case "cursor":
 			return once(seen, 12) && d.timePtr(&t.Cursor)
+		case "disabled":
+			return once(seen, 14) && d.boolean(&t.Disabled)
+		case "last":
+			return once(seen, 15) && d.templateLast(&t.Last)
+		}
+		return false
+	})
+}
+
+func (d *fdec) templateLast(p **TemplateLast) bool {
+	l := new(TemplateLast)
+	*p = l
+	return d.object(func(k []byte, seen *uint32) bool {
+		switch string(k) {
+		case "task":
+			return once(seen, 0) && d.str(&l.Task)
+		case "at":
+			return once(seen, 1) && d.time(&l.At)
+		case "state":
+			return once(seen, 2) && d.str(&l.State)
+		case "run":
+			return once(seen, 3) && d.str(&l.Run)
 		}
 		return false
 	})

@@ -174,6 +174,16 @@ func appendTemplate(b []byte, t *Template) ([]byte, error) {
 	}
 	e.optStr(`,"channel":`, t.Channel)
 	e.optTime(`,"cursor":`, t.Cursor)
+	if t.Disabled {
+		e.raw(`,"disabled":true`)
+	}
+	if l := t.Last; l != nil {
+		e.str(`,"last":{"task":`, l.Task)
+		e.time(`,"at":`, l.At)
+		e.str(`,"state":`, l.State)
+		e.optStr(`,"run":`, l.Run)
+		e.raw("}")
+	}
 	e.raw("}")
 	return e.b, e.err
 }

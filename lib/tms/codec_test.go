@@ -39,7 +39,7 @@ func richFile() *File {
 	}, Templates: []Template{
 		{ID: "heartbeat", System: true, Cron: "@every 30m", Text: HeartbeatText, Standing: Proactive, By: ByHost, CatchUp: "latest", Overlap: OverlapForbid, Cursor: &at},
 		{ID: "n", Cron: "CRON_TZ=Europe/Berlin 0 2 * * *", Text: "nightly \"x\"", Standing: Owner, By: ByOwner, Window: "1h", CatchUp: "none",
-			Overlap: OverlapAllow, Ceiling: "10m", Priority: 5, Retries: 2, Channel: "c"},
+			Overlap: OverlapAllow, Ceiling: "10m", Priority: 5, Retries: 2, Channel: "c", Disabled: true, Last: &TemplateLast{Task: "t-x", At: at, State: Failed, Run: "r"}},
 	}}
 }
 

@@ -81,6 +81,14 @@ func (t *txn) finish(id, state, event, run, by, reason string, ev *runs.Evidence
 	task.FinishedAt = &now
 	t.f.Tasks = append(t.f.Tasks[:i], t.f.Tasks[i+1:]...)
 	recs := []Record{taskRec(task, true)}
+	if k := t.f.templateIndex(task.Template); task.Template != "" && k >= 0 {
+		if l := t.f.Templates[k].Last; l != nil && l.Task == id {
+			nl := *l
+			nl.State, nl.Run = state, task.LastRun
+			t.f.Templates[k].Last = &nl
+			recs = append(recs, templateRec(t.f.Templates[k], false))
+		}
+	}
 	for k := range t.f.Tasks {
 		d := &t.f.Tasks[k]
 		if contains(d.DependsOn, id) {

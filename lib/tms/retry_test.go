@@ -62,3 +62,35 @@ func TestRetryRefilesAFailedTaskUnderItsIdAfterTheBackoff(t *testing.T) {
 		t.Fatal("a completed retry stays live")
 	}
 }
+
+// TestTemplateEnableHasNoCatchUpBurst: a disabled template fires nothing;
+// enabling it moves its cursor to now, so the activations it missed never
+// fire, and the next one does.
+func TestTemplateEnableHasNoCatchUpBurst(t *testing.T) {
+	p, clock := open(t, newHome(t, "dobby"), "dobby")
+	if _, err := p.AddTemplate(ctx, NewTemplate{ID: "hourly", Cron: "0 * * * *", Text: "tick", CatchUp: "latest"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.EnableTemplate(ctx, "hourly", false, ByOwner); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(5 * time.Hour)
+	if rep, err := p.FireTemplates(ctx); err != nil || len(rep.Fired) != 0 {
+		t.Fatalf("disabled template fired %v (%v)", rep, err)
+	}
+	if changed, err := p.EnableTemplate(ctx, "hourly", true, ByOwner); err != nil || !changed {
+		t.Fatal(changed, err)
+	}
+	if rep, err := p.FireTemplates(ctx); err != nil || len(rep.Fired) != 0 {
+		t.Fatalf("enabling fired the missed activations: %v (%v)", rep, err)
+	}
+	clock.Add(time.Hour)
+	rep, err := p.FireTemplates(ctx)
+	if err != nil || len(rep.Fired) != 1 {
+		t.Fatalf("the next activation after enable: %v (%v), want one", rep, err)
+	}
+	f, _ := p.Read(ctx)
+	if l := f.Template("hourly").Last; l == nil || l.Task != rep.Fired[0] || l.State != Pending {
+		t.Fatalf("last = %+v, want the fired task, pending", l)
+	}
+}

@@ -25,7 +25,7 @@ func (s *setPlan) raisesCeiling(kind, ceiling string) string {
 func templateEqual(a, b *Template) bool {
 	return a.Cron == b.Cron && a.Text == b.Text && (b.Standing == "" || a.Standing == b.Standing) &&
 		a.Window == b.Window && (b.CatchUp == "" || a.CatchUp == b.CatchUp) && (b.Overlap == "" || a.Overlap == b.Overlap) &&
-		a.Ceiling == b.Ceiling && a.Priority == b.Priority && a.Channel == b.Channel && a.System == b.System
+		a.Ceiling == b.Ceiling && a.Priority == b.Priority && a.Retries == b.Retries && a.Channel == b.Channel && a.System == b.System
 }
 
 // planTemplates checks every listed template (the heartbeat only as it
@@ -87,6 +87,7 @@ func (s *setPlan) createTemplate(e *Template) {
 	}
 	c := s.t.now.Truncate(time.Second)
 	nt.Cursor = &c
+	nt.Last = nil
 	s.tpls = append(s.tpls, nt)
 	s.changes = append(s.changes, Change{e.ID, "created"})
 	s.recs = append(s.recs, templateRec(nt, false))
@@ -111,6 +112,7 @@ func (s *setPlan) editTemplate(old, e *Template) {
 	nt := *e
 	nt.By = old.By
 	nt.Cursor = old.Cursor
+	nt.Disabled, nt.Last = old.Disabled, old.Last // the operator's and the host's
 	if _, err := normalizeTemplate(&nt); err != nil {
 		s.refuse("template "+e.ID, "%v", err)
 		return

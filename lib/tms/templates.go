@@ -266,6 +266,9 @@ func (f *File) liveFromTemplate(id string) bool {
 
 func (t *txn) fire(i int, rep *FireReport) error {
 	tpl := &t.f.Templates[i]
+	if tpl.Disabled {
+		return nil // its cursor is moved on when it is enabled again
+	}
 	s, err := sched.Parse(tpl.Cron, t.p.Zone())
 	if err != nil {
 		rep.Errors = append(rep.Errors, fmt.Sprintf("template %s: %v", tpl.ID, err))
@@ -336,14 +339,7 @@ func (t *txn) fire(i int, rep *FireReport) error {
 		return nil
 	}
 	act := fire.UTC()
-	kind := KindRecurring
-	if tpl.System && tpl.ID == HeartbeatID {
-		kind = KindHeartbeat
-	}
-	task := Task{ID: home.FiredTaskID(act, t.p.Name, tpl.ID), Text: tpl.Text, Kind: kind, Standing: tpl.Standing,
-		State: Pending, CreatedAt: t.now, Ceiling: tpl.Ceiling, Channel: tpl.Channel, Template: tpl.ID,
-		Slot: &act, Priority: tpl.Priority, Retries: tpl.Retries, By: ByHost}
-	t.f.Tasks = append(t.f.Tasks, task)
+	task := t.fileFrom(tpl, act)
 	if _, err := t.emit(Line{Event: EvFired, Task: task.ID, Template: tpl.ID, By: ByHost, Slot: &act, Missed: d.Missed,
 		Records: []Record{taskRec(task, false), templateRec(*tpl, false)}}, true); err != nil {
 		return err
@@ -352,10 +348,107 @@ func (t *txn) fire(i int, rep *FireReport) error {
 	return nil
 }
 
+// fileFrom files tpl's task for activation act and notes it as the
+// template's last.
+func (t *txn) fileFrom(tpl *Template, act time.Time) Task {
+	kind := KindRecurring
+	if tpl.System && tpl.ID == HeartbeatID {
+		kind = KindHeartbeat
+	}
+	task := Task{ID: home.FiredTaskID(act, t.p.Name, tpl.ID), Text: tpl.Text, Kind: kind, Standing: tpl.Standing,
+		State: Pending, CreatedAt: t.now, Ceiling: tpl.Ceiling, Channel: tpl.Channel, Template: tpl.ID,
+		Slot: &act, Priority: tpl.Priority, Retries: tpl.Retries, By: ByHost}
+	t.f.Tasks = append(t.f.Tasks, task)
+	tpl.Last = &TemplateLast{Task: task.ID, At: act, State: Pending}
+	return task
+}
+
+// EnableTemplate enables (on) or disables a template (`template enable`,
+// `template disable`). A disabled template fires nothing; enabling moves
+// its cursor to now, so the activations it missed meanwhile never fire (no
+// catch-up burst, as a stopped systemd timer). Already so: unchanged, nil.
+// The heartbeat is the spec's (exit 13).
+func (p *Partition) EnableTemplate(ctx context.Context, id string, on bool, by string) (changed bool, err error) {
+	if by == "" {
+		by = ByOwner
+	}
+	if id == HeartbeatID {
+		return false, errs.WithHint(conflict("heartbeat is the system template"),
+			fmt.Sprintf("set heartbeat = \"off\" in %s to stop it", p.specName()))
+	}
+	t, err := p.begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer t.end()
+	i := t.f.templateIndex(id)
+	if i < 0 {
+		return false, notFound("template %s: not found in worker %s", id, p.Name)
+	}
+	tpl := &t.f.Templates[i]
+	if tpl.Disabled == !on {
+		return false, nil
+	}
+	tpl.Disabled = !on
+	what := "disabled"
+	if on {
+		what = "enabled"
+		c := t.now.Truncate(time.Second).UTC()
+		tpl.Cursor = &c
+	}
+	if _, err := t.emit(Line{Event: EvSet, Template: id, By: by, Reason: "template " + what,
+		Changed: []Change{{id, what}}, Records: []Record{templateRec(*tpl, false)}}, true); err != nil {
+		return false, err
+	}
+	return true, t.commit()
+}
+
+// RunTemplate files one activation of a template now, outside its
+// schedule (`template run`, as `systemctl start` on a timer's unit): a
+// task like the ones it fires, its slot this second, journaled `fired`
+// with the reason "run by hand"; its cursor does not move. A disabled
+// template runs too. Its overlap rule holds (forbid: a live task of it is
+// exit 13), and so does the partition's size limit.
+func (p *Partition) RunTemplate(ctx context.Context, id, by string) (Task, error) {
+	if by == "" {
+		by = ByOwner
+	}
+	t, err := p.begin(ctx)
+	if err != nil {
+		return Task{}, err
+	}
+	defer t.end()
+	i := t.f.templateIndex(id)
+	if i < 0 {
+		return Task{}, notFound("template %s: not found in worker %s", id, p.Name)
+	}
+	tpl := &t.f.Templates[i]
+	if tpl.Overlap != OverlapAllow && t.f.liveFromTemplate(id) {
+		return Task{}, errs.WithHint(conflict("template %s: a task of it is pending or claimed (overlap forbid)", id),
+			"wait for it, or cancel it")
+	}
+	if err := t.roomForTask(); err != nil {
+		return Task{}, err
+	}
+	act := t.now.Truncate(time.Second).UTC()
+	if t.f.Task(home.FiredTaskID(act, p.Name, id)) != nil {
+		return Task{}, conflict("template %s: already run this second", id)
+	}
+	task := t.fileFrom(tpl, act)
+	if _, err := t.emit(Line{Event: EvFired, Task: task.ID, Template: id, By: by, Slot: &act, Reason: "run by hand",
+		Records: []Record{taskRec(task, false), templateRec(*tpl, false)}}, true); err != nil {
+		return Task{}, err
+	}
+	return task, t.commit()
+}
+
 // nextActivation is the earliest activation of any template after now.
 func (p *Partition) nextActivation(f *File, now time.Time) time.Time {
 	var next time.Time
 	for _, tpl := range f.Templates {
+		if tpl.Disabled {
+			continue
+		}
 		s, err := sched.Parse(tpl.Cron, p.Zone())
 		if err != nil {
 			continue

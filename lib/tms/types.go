@@ -153,6 +153,21 @@ type Template struct {
 	Retries  int        `json:"retries,omitempty"` // the tasks it files get --retries
 	Channel  string     `json:"channel,omitempty"`
 	Cursor   *time.Time `json:"cursor,omitempty"`
+	// Disabled: it fires nothing (template disable); enabling moves its
+	// cursor to that moment, so nothing missed meanwhile fires.
+	Disabled bool `json:"disabled,omitempty"`
+	// Last is the task it filed last and how that ended (host-kept).
+	Last *TemplateLast `json:"last,omitempty"`
+}
+
+// TemplateLast is a template's last filed task: when it fired, the task,
+// its state (pending, claimed, or how it finished) and the run that
+// finished it.
+type TemplateLast struct {
+	Task  string    `json:"task"`
+	At    time.Time `json:"at"`
+	State string    `json:"state"`
+	Run   string    `json:"run,omitempty"`
 }
 
 // File is tasks/tasks.json: the partition's pending work and templates.
