@@ -24,6 +24,7 @@ type CLI struct {
 	Init     InitCmd   `cmd:"" help:"Create data/ (mode 0700) and a commented org.toml in the home."`
 	Worker   WorkerCmd `cmd:"" help:"Add, list, remove, pause and resume workers."`
 	Key      KeyCmd    `cmd:"" help:"Model keys: put one in the vault from stdin, see which source each provider uses."`
+	Forget   ForgetCmd `cmd:"" help:"Remove a conversation for good: its tasks, channel store, snapshots' copies, runs and words in the journal."`
 	TaskCmds `embed:""`
 }
 

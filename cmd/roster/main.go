@@ -40,6 +40,7 @@ var routes = []route{
 	{[]string{"worker", "rm"}, "task", []string{"worker", "rm"}, "remove a worker"},
 	{[]string{"worker", "pause"}, "task", []string{"worker", "pause"}, "dispatch claims nothing for the worker"},
 	{[]string{"worker", "resume"}, "task", []string{"worker", "resume"}, "undo pause"},
+	{[]string{"worker", "forget"}, "task", []string{"forget"}, "remove a conversation for good"},
 	{[]string{"worker", "task"}, "task", nil, "roster-task VERB ...: the task management system"},
 	{[]string{"worker", "run"}, "box", []string{"run"}, "an ad-hoc box for a worker"},
 	{[]string{"worker", "snapshot"}, "snap", []string{"take"}, "snapshot a worker's store"},

@@ -64,6 +64,7 @@ const (
 	EvGateResolved = "gate-resolved"
 	EvSet          = "set"
 	EvAction       = "action"
+	EvForgotten    = "forgotten"
 )
 
 // HeartbeatID is the id of the system template kept in step with the
@@ -284,6 +285,8 @@ type Line struct {
 	Evidence *runs.Evidence `json:"evidence,omitempty"`
 	Changed  []Change       `json:"changed,omitempty"`
 	Records  []Record       `json:"records,omitempty"`
+	Channel  string         `json:"channel,omitempty"` // forgotten: the channel, percent-encoded
+	Forgot   *ForgetCounts  `json:"forgot,omitempty"`  // forgotten: what went
 }
 
 // ActionLog is what an `action` line says about an action from a box.
