@@ -26,6 +26,7 @@ type TaskCmds struct {
 	Show     ShowCmd     `cmd:"" help:"Show one task: a live one, or a finished one from the journal."`
 	Cancel   CancelCmd   `cmd:"" help:"Cancel a task (a claimed one: record it canceled, then kill its box)."`
 	Requeue  RequeueCmd  `cmd:"" help:"Put a task back to pending, or file a finished one again; prints its id."`
+	Edit     EditCmd     `cmd:"" help:"Change a pending task in place: text, time, dependencies, ceiling, priority."`
 	Template TemplateCmd `cmd:"" help:"Add, list, remove and preview templates."`
 	Set      SetCmd      `cmd:"" help:"Replace the worker-editable part of a partition (set_tasks); needs --version N, the version the request was made from."`
 	Journal  JournalCmd  `cmd:"" help:"Print a worker's journal, optionally following it."`

@@ -58,6 +58,7 @@ const (
 	EvCanceled     = "canceled"
 	EvRequeued     = "requeued"
 	EvRetrying     = "retrying" // a failed task re-filed under its id for an automatic retry
+	EvEdited       = "edited"   // a pending task changed in place (roster-task edit)
 	EvReclaimed    = "reclaimed"
 	EvNeedsReview  = "needs-review"
 	EvGateProposed = "gate-proposed"
