@@ -169,6 +169,11 @@ func testRealAgentInABox(t *testing.T, name, tool, stop, session, config string)
 		a.FinalText != "Done: the note is in my store and the task is reported." || a.CostUSD == nil || *a.CostUSD <= 0 {
 		t.Errorf("agent record %+v", a)
 	}
+	// pi's transcript leaves out its message_update repeats, not the rest.
+	if tr := f.transcript(rec.ID); name == "pi" && (strings.Contains(tr, `"type":"message_update"`) ||
+		!strings.Contains(tr, `"type":"message_end"`) || !strings.Contains(tr, `"type":"tool_execution_end"`)) {
+		t.Errorf("pi's transcript:\n%.2000s", tr)
+	}
 	// Its session file, kept in the run.
 	if !strings.HasPrefix(a.Session, session) {
 		t.Fatalf("session %q", a.Session)

@@ -2,6 +2,7 @@ package box
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/roster-sh/roster/lib/agent"
@@ -99,6 +100,8 @@ func (s *Supervision) startAgent(r *supervised) error {
 	if !in.Interactive {
 		ar.stream = agent.NewStream(ar.Agent.Name)
 		s.Output = ar.stream
+		name := ar.Agent.Name
+		s.TranscriptFilter = func(w io.Writer) io.Writer { return agent.TranscriptFilter(name, w) }
 	}
 	return nil
 }

@@ -53,6 +53,9 @@ type Supervision struct {
 	// Output, if set, also sees everything the box writes (an agent's
 	// event stream reader); it must not block.
 	Output io.Writer
+	// TranscriptFilter, if set, makes what each output stream goes through
+	// on its way into the transcript (an agent's repeated events left out).
+	TranscriptFilter func(io.Writer) io.Writer
 	// Agent, for an agent worker, runs the agent as the box's command
 	// (docs/agents.md); its plan is made when the box starts.
 	Agent *AgentRun
@@ -251,7 +254,10 @@ func (s *Supervision) start(ctx context.Context, r *supervised) (*Box, error) {
 		return err
 	}
 	sinks := func(extra io.Writer) []io.Writer {
-		w := []io.Writer{r.tr}
+		w := []io.Writer{io.Writer(r.tr)}
+		if s.TranscriptFilter != nil {
+			w[0] = s.TranscriptFilter(r.tr) // one filter per output stream
+		}
 		if s.Output != nil {
 			w = append(w, s.Output)
 		}
