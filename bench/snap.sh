@@ -4,6 +4,9 @@
 # of 1–6 KiB in 1,000 folders (NFILES, NDIRS to change).
 #   take, nothing changed:  roster-snap take  vs  rsync -a --link-dest=PREV  vs  cp -al
 #   take, 1% changed:       the same three
+#   take, 1% changed while another process writes 500 MB (WRITE_MB) on
+#                           the same filesystem: roster-snap take vs cp -al,
+#                           and roster's time with the writer over without
 #   restore:                roster-snap restore  vs  rsync -a --delete from the snapshot
 #                           (into the live store, and into an empty folder)
 # Peak memory of roster-snap comes from /usr/bin/time -v when installed.
@@ -118,6 +121,29 @@ second=$(cat "$work/out")
 timed t_ch_rsync rsync -a --link-dest="$work/r0" "$store/" "$work/r2/"
 timed t_ch_cp cp -al "$mirror" "$work/c2"
 
+# 2b. 1% changed while an unrelated process writes WRITE_MB (500) MB
+# elsewhere on the same filesystem: a take syncs what it wrote, so its
+# time should not grow with another writer's dirty data (a syncfs would
+# wait for all of it). cp -al never syncs; the same writer runs under it.
+WRITE_MB=${WRITE_MB:-500}
+with_writer() { # with_writer VAR cmd...: wall seconds into VAR, a writer going
+	local var=$1; shift
+	sync
+	dd if=/dev/zero of="$work/bulk" bs=1M count="$WRITE_MB" status=none &
+	local wpid=$! t0 t1
+	sleep 0.3 # let its dirty pages pile up
+	t0=$(now)
+	"$@" >"$work/out"
+	t1=$(now)
+	wait "$wpid"
+	rm -f "$work/bulk"
+	printf -v "$var" '%s' "$(secs "$t0" "$t1")"
+}
+change1pct 11
+change1pct 11 "$mirror"
+with_writer t_wr_roster "${snap[@]}" take bench
+with_writer t_wr_cp cp -al "$mirror" "$work/c3"
+
 # 3. Restore the first snapshot over the 1%-changed store (roster also
 # takes its pre-restore snapshot and copies every file into new inodes).
 change1pct 8
@@ -133,6 +159,9 @@ printf '%-34s %10s %10s %10s %14s %14s\n' "take, nothing changed" "$t_un_roster"
 	"$(ratio "$t_un_roster" "$t_un_rsync")" "$(ratio "$t_un_roster" "$t_un_cp")"
 printf '%-34s %10s %10s %10s %14s %14s\n' "take, 1% changed" "$t_ch_roster" "$t_ch_rsync" "$t_ch_cp" \
 	"$(ratio "$t_ch_roster" "$t_ch_rsync")" "$(ratio "$t_ch_roster" "$t_ch_cp")"
+printf '%-34s %10s %10s %10s %14s %14s\n' "take, 1% changed, ${WRITE_MB} MB being written" "$t_wr_roster" "-" "$t_wr_cp" \
+	"-" "$(ratio "$t_wr_roster" "$t_wr_cp")"
+echo "  roster's take with the writer / without it: $(ratio "$t_wr_roster" "$t_ch_roster") (target: near 1)"
 printf '%-34s %10s %10s %10s %14s %14s\n' "restore vs rsync into the store" "$t_re_roster" "$t_re_rsync" "-" \
 	"$(ratio "$t_re_roster" "$t_re_rsync")" "-"
 printf '%-34s %10s %10s %10s %14s %14s\n' "restore vs rsync into empty folder" "$t_re_roster" "$t_re_rsync_full" "-" \

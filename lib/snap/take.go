@@ -209,6 +209,11 @@ func (s *session) build(roots []root, partial, prevID string, byPath, rec map[st
 				return err
 			}
 		}
+		if chans >= 0 { // its entries, the channel stores' folders, are made
+			if err := unix.Fsync(chans); err != nil {
+				return fmt.Errorf("sync %s in the snapshot: %w", home.SnapChannelStoresDir, err)
+			}
+		}
 		return nil
 	}()
 	// Every queued operation finishes (or is skipped after a failure)
@@ -238,9 +243,12 @@ func (s *session) finish(partial, id string, m *Manifest, changes []Change) erro
 	if err := writeNew(pfd, home.SnapChanges, ChangeList(changes)); err != nil {
 		return fmt.Errorf("write change list: %w", err)
 	}
-	// One syncfs makes every new file and folder of the snapshot durable
-	// (cheaper than an fsync per file, and as strong) before the rename.
-	if err := unix.Syncfs(pfd); err != nil {
+	// Every new file and folder of the snapshot was synced as it was made
+	// (copyFile, the folders' dirRefs, build); the manifest and change
+	// list were synced as written: what is left is the snapshot's own
+	// folder, then the rename. Only what the take wrote is synced, never
+	// the filesystem (syncfs would wait for every other writer's data).
+	if err := unix.Fsync(pfd); err != nil {
 		return fmt.Errorf("sync snapshot: %w", err)
 	}
 	if err := unix.Renameat2(s.snaps, partial, s.snaps, id, unix.RENAME_NOREPLACE); err != nil {
@@ -271,7 +279,7 @@ func writeNew(dir int, name string, data []byte) error {
 }
 
 // writeNewFrom writes a new file in dir (it must not exist), mode 0600,
-// with what write gives it.
+// with what write gives it, and syncs it.
 func writeNewFrom(dir int, name string, write func(io.Writer) (int64, error)) error {
 	fd, err := unix.Openat(dir, name, openNewFlags, 0o600)
 	if err != nil {
@@ -279,6 +287,9 @@ func writeNewFrom(dir int, name string, write func(io.Writer) (int64, error)) er
 	}
 	f := os.NewFile(uintptr(fd), name)
 	_, err = write(f)
+	if err == nil {
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -154,7 +154,11 @@ func (w *walker) root(src int, path string, skipLocks bool, dstParent int, dstNa
 	ref := w.pool.newDirRef(func(failed bool) error {
 		var err error
 		if !failed {
-			if err = applyMeta(dst, &e, atime); err != nil {
+			// Every entry is made: sync the folder with them.
+			if err = applyMeta(dst, &e, atime); err == nil {
+				err = unix.Fsync(dst)
+			}
+			if err != nil {
 				err = fmt.Errorf("%s in the snapshot: %w", path, err)
 			}
 		}
@@ -345,7 +349,11 @@ func (w *walker) subdir(src, dst, prevDir int, rel, name string, e Entry, st *un
 	ref := w.pool.newDirRef(func(failed bool) error {
 		var err error
 		if !failed {
-			if err = applyMeta(dchild, &e, atime); err != nil {
+			// Every entry is made: sync the folder with them.
+			if err = applyMeta(dchild, &e, atime); err == nil {
+				err = unix.Fsync(dchild)
+			}
+			if err != nil {
 				err = fmt.Errorf("%s in the snapshot: %w", EscapeName(rel), err)
 			}
 		}
@@ -552,6 +560,11 @@ func copyFile(src, dst int, name string, e *Entry, buf *[]byte) error {
 	e.Unstable = !stable
 	if err := applyMeta(dfd, e, before.Atim.Nano()); err != nil {
 		return fmt.Errorf("%s in the snapshot: %w", EscapeName(e.Path), err)
+	}
+	// Durable before the snapshot is renamed into place (finish): the
+	// take syncs what it wrote, never the whole filesystem.
+	if err := unix.Fsync(dfd); err != nil {
+		return fmt.Errorf("sync %s in the snapshot: %w", EscapeName(e.Path), err)
 	}
 	return nil
 }
