@@ -203,8 +203,11 @@ func (s *session) stageAll(sg *stager, trees []restoreTree, from string, reuse b
 		serr = err
 	}
 	if serr == nil {
-		// dst was closed with the root level; sync through the worker folder.
-		if err := unix.Syncfs(s.wdir); err != nil {
+		// Every staged file and folder was synced as it was made (restoreFile,
+		// the levels' dirRefs): what is left is the staging folders' names
+		// in the worker folder. Never syncfs: its cost would grow with
+		// every other writer's dirty data on the filesystem.
+		if err := unix.Fsync(s.wdir); err != nil {
 			serr = fmt.Errorf("sync restored tree: %w", err)
 		}
 	}

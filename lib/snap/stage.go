@@ -168,7 +168,11 @@ func (ts *treeStage) newLevel(path string, src, dst, live, pre int, e *Entry) st
 	ref := ts.sg.pool.newDirRef(func(failed bool) error {
 		var err error
 		if !failed {
-			if err = applyMeta(dst, e, e.Mtime); err != nil {
+			// Every entry is made: sync the folder with them.
+			if err = applyMeta(dst, e, e.Mtime); err == nil {
+				err = unix.Fsync(dst)
+			}
+			if err != nil {
 				err = fmt.Errorf("restore %s: %w", EscapeName(path), err)
 			}
 		}
@@ -388,9 +392,11 @@ func (s *session) makeLocksMount(dst int) error {
 		return err
 	}
 	if haveTimes {
-		return futimens(fd, st.Atim.Nano(), st.Mtim.Nano())
+		if err := futimens(fd, st.Atim.Nano(), st.Mtim.Nano()); err != nil {
+			return err
+		}
 	}
-	return nil
+	return unix.Fsync(fd)
 }
 
 // restoreFile copies one snapshot file into a new inode of the staging
@@ -421,5 +427,9 @@ func restoreFile(src, dst int, name string, e *Entry, buf *[]byte) (uint64, erro
 	if err := copyData(sfd, dfd, st.Size, buf); err != nil {
 		return 0, err
 	}
-	return st.Ino, applyMeta(dfd, e, e.Mtime)
+	if err := applyMeta(dfd, e, e.Mtime); err != nil {
+		return 0, err
+	}
+	// Durable before the staging tree is swapped in (stageAll).
+	return st.Ino, unix.Fsync(dfd)
 }
