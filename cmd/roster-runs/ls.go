@@ -5,16 +5,19 @@ import (
 	"time"
 
 	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/runs"
 )
 
 // LsCmd lists runs newest first.
 type LsCmd struct {
-	Worker []string `short:"w" placeholder:"W" help:"Only runs of this worker (repeatable)."`
-	Task   string   `placeholder:"ID" help:"Only runs of this task (an id or a unique prefix)."`
-	Since  string   `placeholder:"TIME" help:"Only runs started since TIME (RFC 3339, \"YYYY-MM-DD HH:MM\", or an age like 36h or 7d)."`
-	Limit  int      `placeholder:"N" help:"At most N runs."`
-	JSON   bool     `name:"json" help:"One JSON object per run (JSON Lines)."`
+	Worker   []string `short:"w" placeholder:"W" help:"Only runs of this worker (repeatable)."`
+	Task     string   `placeholder:"ID" help:"Only runs of this task (an id or a unique prefix)."`
+	Since    string   `placeholder:"TIME" help:"Only runs started since TIME (RFC 3339, \"YYYY-MM-DD HH:MM\", or an age like 36h or 7d)."`
+	Limit    int      `placeholder:"N" help:"At most N runs (the newest)."`
+	Attested string   `placeholder:"A" enum:",completed,failed,needs-review,canceled,none" default:"" help:"Only runs attested A: completed, failed, needs-review, canceled, or none (ad hoc, or not ended)."`
+	Template string   `placeholder:"ID" help:"Only runs of tasks the template ID fired (with --worker W, or any worker's template of that id)."`
+	JSON     bool     `name:"json" help:"One JSON object per run (JSON Lines)."`
 }
 
 // lsRow is a run as ls --json prints it: the run.json record, plus whether
@@ -31,7 +34,10 @@ func (c *LsCmd) Run(g *cli.Globals, env *cli.Env) error {
 		return err
 	}
 	zone := hostZone(h)
-	f := runs.Filter{Task: c.Task, Limit: c.Limit}
+	if c.Limit < 0 {
+		return errs.New(errs.ErrUsage, fmt.Sprintf("--limit %d: give 1 or more (0: all)", c.Limit))
+	}
+	f := runs.Filter{Task: c.Task, Limit: c.Limit, Attested: c.Attested, Template: c.Template}
 	for _, w := range c.Worker {
 		if _, err := h.ExistingWorker(w); err != nil {
 			return err

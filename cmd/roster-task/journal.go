@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/roster-sh/roster/lib/cli"
@@ -15,7 +17,7 @@ import (
 
 // JournalCmd is `roster-task journal`.
 type JournalCmd struct {
-	Worker string `arg:"" help:"The worker."`
+	Worker string `arg:"" optional:"" help:"The worker (default: every worker's journal, merged in time order, each line led by its worker, as journalctl -f)."`
 	Since  int64  `help:"Only lines after seq N (to resume a follow)." placeholder:"SEQ" default:"0"`
 	Follow bool   `short:"f" help:"Keep printing lines as they are appended (tail -f), until interrupted."`
 	JSON   bool   `name:"json" help:"Print the journal's lines as they are (JSON Lines)."`
@@ -24,6 +26,9 @@ type JournalCmd struct {
 func (c *JournalCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if c.Since < 0 {
 		return errs.New(errs.ErrUsage, fmt.Sprintf("--since %d: must be 0 or more (a journal seq)", c.Since))
+	}
+	if c.Worker == "" {
+		return c.runAll(g, env)
 	}
 	p, err := openPartition(g, c.Worker)
 	if err != nil {
@@ -97,4 +102,90 @@ func printLine(w io.Writer, l *tms.Line, zone *time.Location) error {
 	_, err := fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Seq, v, l.At.In(zone).Format("2006-01-02 15:04:05"),
 		cli.Printable(l.Event), cli.Printable(what), cli.Printable(l.By), cli.Printable(strings.Join(extra, " ")))
 	return err
+}
+
+// workerLine is a merged journal's line in JSON: the line and its worker.
+type workerLine struct {
+	Worker string `json:"worker"`
+	tms.Line
+}
+
+// runAll prints every worker's journal merged in time order (a line's
+// "at"; a tie keeps worker order), each line led by its worker; with
+// --follow it then prints each worker's new lines as they are appended,
+// one at a time. Workers added after it started are not followed.
+func (c *JournalCmd) runAll(g *cli.Globals, env *cli.Env) error {
+	if c.Since != 0 {
+		return errs.WithHint(errs.New(errs.ErrUsage, "--since is a worker's journal seq: give the worker"), "roster-task journal WORKER --since SEQ")
+	}
+	type wline struct {
+		worker string
+		line   tms.Line
+	}
+	var all []wline
+	var parts []*tms.Partition
+	last := map[string]int64{}
+	err := eachWorker(g, env, "", func(p *tms.Partition) error {
+		lines, err := p.Journal(0)
+		if err != nil {
+			return err
+		}
+		parts = append(parts, p)
+		for _, l := range lines {
+			all = append(all, wline{p.Name, l})
+			last[p.Name] = l.Seq
+		}
+		return nil
+	})
+	if err != nil && (!c.Follow || len(parts) == 0) {
+		return err
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].line.At.Before(all[j].line.At) })
+	var zone *time.Location
+	if len(parts) > 0 {
+		zone = parts[0].Zone()
+	}
+	var mu sync.Mutex
+	print := func(worker string, l tms.Line) error {
+		mu.Lock()
+		defer mu.Unlock()
+		var err error
+		if c.JSON {
+			err = cli.JSONLine(env.Stdout, workerLine{Worker: worker, Line: l})
+		} else {
+			if _, err = fmt.Fprintf(env.Stdout, "%s\t", worker); err == nil {
+				err = printLine(env.Stdout, &l, zone)
+			}
+		}
+		if f, ok := env.Stdout.(interface{ Sync() error }); ok && c.Follow {
+			f.Sync()
+		}
+		return err
+	}
+	for _, wl := range all {
+		if err := print(wl.worker, wl.line); err != nil {
+			return err
+		}
+	}
+	if !c.Follow {
+		return err
+	}
+	return following(env.Ctx, env.Stdout, func(ctx context.Context) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		errc := make(chan error, len(parts))
+		for _, p := range parts {
+			go func(p *tms.Partition) {
+				errc <- p.Follow(ctx, last[p.Name], func(l tms.Line) error { return print(p.Name, l) })
+			}(p)
+		}
+		var first error
+		for range parts {
+			if err := <-errc; err != nil && first == nil {
+				first = err
+				cancel() // one worker's failure ends the follow
+			}
+		}
+		return first
+	})
 }

@@ -10,9 +10,31 @@ import (
 
 // LsCmd is `roster-task ls`.
 type LsCmd struct {
-	Worker string `arg:"" optional:"" help:"Only this worker (default: every worker)."`
-	All    bool   `help:"Also list finished tasks (completed, failed, canceled) from the journal."`
-	JSON   bool   `name:"json" help:"Print JSON Lines."`
+	Worker string   `arg:"" optional:"" help:"Only this worker (default: every worker)."`
+	All    bool     `help:"Also list finished tasks (completed, failed, canceled) from the journal."`
+	State  []string `placeholder:"STATE" enum:"pending,claimed,needs-review,completed,failed,canceled" help:"Only tasks in STATE (repeatable): pending, claimed, needs-review, or a finished one (completed, failed, canceled: read from the journal, as --all)."`
+	JSON   bool     `name:"json" help:"Print JSON Lines."`
+}
+
+// wants reports whether --state lets a task in state through.
+func (c *LsCmd) wants(state string) bool {
+	if len(c.State) == 0 {
+		return true
+	}
+	for _, s := range c.State {
+		if s == state {
+			return true
+		}
+	}
+	return false
+}
+
+// wantsFinished reports whether finished tasks are listed.
+func (c *LsCmd) wantsFinished() bool {
+	if len(c.State) == 0 {
+		return c.All
+	}
+	return c.wants(tms.Completed) || c.wants(tms.Failed) || c.wants(tms.Canceled)
 }
 
 func (c *LsCmd) Run(g *cli.Globals, env *cli.Env) error {
@@ -23,12 +45,15 @@ func (c *LsCmd) Run(g *cli.Globals, env *cli.Env) error {
 			return err
 		}
 		var finished []tms.Task
-		if c.All {
+		if c.wantsFinished() {
 			if finished, err = p.Finished(); err != nil {
 				return err
 			}
 		}
 		for _, e := range r.Entries {
+			if !c.wants(e.Task.State) {
+				continue
+			}
 			if c.JSON {
 				if err := cli.JSONLine(env.Stdout, taskJSON{Worker: p.Name, Task: e.Task, Eligibility: e.Status, Why: e.Why}); err != nil {
 					return err
@@ -38,6 +63,9 @@ func (c *LsCmd) Run(g *cli.Globals, env *cli.Env) error {
 			rows = append(rows, []string{e.ID, p.Name, e.Task.State, eligibilityText(e.Eligibility), e.Standing, e.Kind, strconv.Itoa(e.Priority), firstLine(e.Text, 60)})
 		}
 		for _, t := range finished {
+			if !c.wants(t.State) {
+				continue
+			}
 			if c.JSON {
 				if err := cli.JSONLine(env.Stdout, taskJSON{Worker: p.Name, Task: t}); err != nil {
 					return err

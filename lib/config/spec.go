@@ -100,7 +100,7 @@ func LoadWorker(h home.Home, name string) (*Worker, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, errs.WithHint(
 			errs.New(errs.ErrNoHome, fmt.Sprintf("worker %q: no such worker (no %s)", name, file)),
-			"`roster worker ls` lists the workers; `roster worker add "+name+"` makes this one")
+			h.WorkerHint(name))
 	}
 	if err != nil {
 		return nil, errs.New(errs.ErrRefused, fmt.Sprintf("%s: cannot read: %v", file, unwrapPath(err)))

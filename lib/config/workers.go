@@ -225,7 +225,7 @@ func RemoveWorker(h home.Home, name string, purge bool) error {
 	if _, err := os.Lstat(h.SpecFile(name)); errors.Is(err, fs.ErrNotExist) {
 		return errs.WithHint(
 			errs.New(errs.ErrNoHome, fmt.Sprintf("worker %q: no such worker (no %s)", name, h.SpecFile(name))),
-			"`roster worker ls` lists the workers")
+			h.WorkerHint(name))
 	}
 	live, err := runs.LiveBoxesStrict(h.Worker(name))
 	if err != nil {

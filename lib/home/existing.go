@@ -15,7 +15,10 @@ func (h Home) ExistingWorker(name string) (Worker, error) {
 		return Worker{}, err
 	}
 	w := h.Worker(name)
-	return w, w.MustExist()
+	if fi, err := os.Stat(w.Dir); err != nil || !fi.IsDir() {
+		return w, errs.WithHint(errs.New(errs.ErrNoHome, fmt.Sprintf("worker %q does not exist", name)), h.WorkerHint(name))
+	}
+	return w, nil
 }
 
 // MustExist is exit 10 with a hint unless the worker's folder exists.

@@ -43,6 +43,12 @@ type Filter struct {
 	Task    string    // only runs of this task (exact id or a prefix, with or without "t-")
 	Since   time.Time // only runs started at or after this
 	Limit   int       // at most this many (0: all), newest first
+	// Attested: only runs attested so (completed, failed, needs-review,
+	// canceled; "none" for a run with no attestation: ad hoc or live).
+	Attested string
+	// Template: only runs of tasks this template fired (their id ends
+	// "-WORKER.TEMPLATE", home.FiredTaskID).
+	Template string
 }
 
 // DataWorkers returns the names of the workers that have a folder in the
@@ -141,6 +147,12 @@ func List(h home.Home, f Filter) ([]Entry, error) {
 		if f.Task != "" && !taskMatches(e, f.Task) {
 			continue
 		}
+		if f.Attested != "" && attestedOf(e) != f.Attested {
+			continue
+		}
+		if f.Template != "" && (e.Record == nil || !strings.HasSuffix(e.Record.Task, "-"+e.Worker+"."+f.Template)) {
+			continue
+		}
 		if !f.Since.IsZero() && e.Started().Before(f.Since) {
 			continue
 		}
@@ -150,6 +162,15 @@ func List(h home.Home, f Filter) ([]Entry, error) {
 		}
 	}
 	return out, nil
+}
+
+// attestedOf is a run's attestation for Filter.Attested ("none": none yet,
+// or an ad-hoc run's).
+func attestedOf(e Entry) string {
+	if e.Record == nil || e.Record.Attested == "" {
+		return "none"
+	}
+	return e.Record.Attested
 }
 
 func taskMatches(e Entry, want string) bool {
