@@ -44,11 +44,11 @@ func list(g *cli.Globals, env *cli.Env, name string, asJSON bool) error {
 		if label == "" {
 			label = "-"
 		}
-		rows = append(rows, []string{in.ID, label, strconv.Itoa(in.Files), size(in.Bytes), size(in.Shared), size(in.Own)})
+		rows = append(rows, []string{in.ID, label, strconv.Itoa(in.Files), strconv.Itoa(in.Entries), size(in.Bytes), size(in.Shared), size(in.Own)})
 	}
 	// APPARENT is the files' length (a sparse file counts whole); the DISK
 	// columns are allocated space, and DISK-OWN is what deleting it frees.
-	return cli.Table(env.Stdout, []string{"ID", "LABEL", "FILES", "APPARENT", "DISK-SHARED", "DISK-OWN"}, rows)
+	return cli.Table(env.Stdout, []string{"ID", "LABEL", "FILES", "INODES", "APPARENT", "DISK-SHARED", "DISK-OWN"}, rows)
 }
 
 func size(n int64) string {

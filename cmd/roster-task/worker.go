@@ -132,7 +132,7 @@ type workerRow struct {
 	Paused  bool   `json:"paused"`
 	Pending int    `json:"pending"`
 	Claimed int    `json:"claimed"`
-	Held    string `json:"held,omitempty"` // why dispatch claims nothing for it (its spec), if so
+	Held    string `json:"held,omitempty"` // why dispatch claims nothing for it (its spec, store.max), if so
 	Error   string `json:"error,omitempty"`
 }
 
@@ -145,6 +145,7 @@ func (c *WorkerLsCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
+	org, _ := config.LoadOrg(h) // unreadable: no store.max hold shown (due says why it cannot read it)
 	var rows []workerRow
 	for _, name := range names {
 		r := workerRow{Name: name}
@@ -154,6 +155,9 @@ func (c *WorkerLsCmd) Run(g *cli.Globals, env *cli.Env) error {
 				env.Warn("%s", m)
 			}
 			r.UID, r.Paused, r.Held = w.UID, w.Paused, tms.SpecHold(w)
+			if r.Held == "" {
+				r.Held = tms.StoreHold(env.Ctx, h.Worker(name), org)
+			}
 			r.Pending, r.Claimed, err = countTasks(h.Worker(name))
 		}
 		if err != nil {

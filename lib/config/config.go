@@ -32,7 +32,8 @@ type Org struct {
 	Storage struct {
 		Snapshots int   // store.snapshots: complete snapshots kept per worker; 0 disables snapshots
 		UndoDays  int   // store.undo_days: pre-restore snapshots kept this long; 0 = until removed by hand
-		MinFree   int64 // store.min_free, bytes
+		MinFree   int64 // store.min_free, bytes (and MinFree/InodeBytes free inodes)
+		Max       int64 // store.max: one worker's snapshot in bytes, and inodes at one per InodeBytes; 0 = none
 		RunsKeep  int   // runs.keep: run folders kept per worker
 	}
 	Dispatch struct {
@@ -62,6 +63,11 @@ type Org struct {
 	}
 	Warnings []string
 }
+
+// InodeBytes is what one inode (a file, a folder, a link) weighs against
+// store.max and store.min_free: a bound of "20GiB" is also one of
+// 5,242,880 inodes, and 1GiB free also means 262,144 free inodes.
+const InodeBytes = 4 << 10
 
 // Defaults (docs/layout.md, "org.toml").
 const (
@@ -127,6 +133,7 @@ type orgFile struct {
 			Snapshots int `toml:"snapshots"`
 			UndoDays  int `toml:"undo_days"`
 			MinFree   any `toml:"min_free"`
+			Max       any `toml:"max"`
 		} `toml:"store"`
 		Runs struct {
 			Keep int `toml:"keep"`
@@ -175,6 +182,7 @@ func ParseOrg(file string, data []byte) (*Org, error) {
 	f.Storage.Store.Snapshots = DefaultSnapshots
 	f.Storage.Store.UndoDays = DefaultUndoDays
 	f.Storage.Store.MinFree = DefaultMinFree
+	f.Storage.Store.Max = ""
 	f.Storage.Runs.Keep = DefaultRunsKeep
 	f.Dispatch.Cap = DefaultCap
 	f.Dispatch.Poll = DefaultPoll
@@ -204,6 +212,14 @@ func ParseOrg(file string, data []byte) (*Org, error) {
 	o.Storage.UndoDays = f.Storage.Store.UndoDays
 	if o.Storage.MinFree, err = sizeValue(f.Storage.Store.MinFree); err != nil {
 		return nil, bad("storage.store.min_free", err.Error())
+	}
+	if m, ok := f.Storage.Store.Max.(string); !ok || strings.TrimSpace(m) != "" {
+		if o.Storage.Max, err = sizeValue(f.Storage.Store.Max); err != nil {
+			return nil, bad("storage.store.max", err.Error())
+		}
+		if o.Storage.Max != 0 && o.Storage.Max < InodeBytes {
+			return nil, bad("storage.store.max", fmt.Sprintf("must be \"\" (no bound) or at least %s", FormatSize(InodeBytes)))
+		}
 	}
 	if f.Storage.Runs.Keep < 1 {
 		return nil, bad("storage.runs.keep", "must be 1 or more")

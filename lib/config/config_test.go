@@ -17,6 +17,7 @@ const fullOrg = `
 [storage]
 store.snapshots = 7
 store.min_free = "512MiB"
+store.max = "20GiB"
 runs.keep = 50
 
 [dispatch]
@@ -47,6 +48,7 @@ func TestOrgEveryKeyParses(t *testing.T) {
 	}{
 		{"store.snapshots", o.Storage.Snapshots, 7},
 		{"store.min_free", o.Storage.MinFree, int64(512 << 20)},
+		{"store.max", o.Storage.Max, int64(20 << 30)},
 		{"runs.keep", o.Storage.RunsKeep, 50},
 		{"cap", o.Dispatch.Cap, 5},
 		{"poll", o.Dispatch.Poll, 500 * time.Millisecond},
@@ -149,6 +151,9 @@ func TestOrgBadValuesRefused(t *testing.T) {
 		{"[storage]\nstore.snapshots = -1\n", ":2: storage.store.snapshots"},
 		{"[storage]\nstore.min_free = \"1GB\"\n", ":2: storage.store.min_free"},
 		{"[storage]\nruns.keep = 0\n", "storage.runs.keep"},
+		{"[storage]\nstore.max = \"20GB\"\n", ":2: storage.store.max"},
+		{"[storage]\nstore.max = \"1K\"\n", ":2: storage.store.max: must be \"\" (no bound) or at least 4K"},
+		{"[storage]\nstore.max = -1\n", ":2: storage.store.max"},
 		{"[dispatch]\ncap = 0\n", ":2: dispatch.cap"},
 		{"[dispatch]\ncap = \"3\"\n", ":2: dispatch.cap: cannot use a string here (want an integer)"},
 		{"[dispatch]\npoll = \"2\"\n", "dispatch.poll"},

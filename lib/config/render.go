@@ -16,8 +16,11 @@ const DefaultOrgTOML = `# org.toml: settings for the whole roster home (see rost
 # store.snapshots = 14        # complete snapshots kept per worker; 0 disables snapshots
 # store.undo_days = 30        # pre-restore snapshots (a restore's undo) are kept this long
 #                             # outside the rotation; 0 = until removed by hand
-# store.min_free = "1GiB"     # below this free space on the data tree's filesystem, dispatch
-#                             # holds and snapshots are skipped (sizes: K, M, G, T, powers of 1024)
+# store.max = ""              # per-worker store bound in bytes and inodes (one per 4 KiB), e.g.
+#                             # "20GiB"; over it at a take, that worker is held; "" = none
+# store.min_free = "1GiB"     # below this free space (or one free inode per 4 KiB of it) on the
+#                             # data tree's filesystem, dispatch holds and snapshots are skipped
+#                             # (sizes: K, M, G, T, powers of 1024)
 # runs.keep = 1000            # run folders kept per worker (the daily sweep prunes older ones,
 #                             # never one a pending or claimed task refers to)
 

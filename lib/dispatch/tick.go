@@ -114,6 +114,9 @@ func (d *Dispatcher) evaluate(ctx context.Context, org *config.Org, w string, se
 	if due.SpecHold != "" {
 		ws.credHold = due.SpecHold // held the same way: logged once each way, read every tick
 	}
+	if due.StoreHold != "" {
+		ws.credHold = due.StoreHold // so is one over store.max
+	}
 	return ws, true
 }
 

@@ -1,6 +1,7 @@
 package snap
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -16,6 +17,7 @@ type Info struct {
 	Label    string    `json:"label"`
 	TakenAt  time.Time `json:"taken_at"`
 	Files    int       `json:"files"`
+	Entries  int       `json:"entries"`      // inodes of the stores: files, folders, links (what store.max counts as inodes)
 	Bytes    int64     `json:"bytes"`        // apparent size (st_size) of the stores' regular files, each inode once: a sparse file counts whole
 	Shared   int64     `json:"shared_bytes"` // disk space (st_blocks*512) of the inodes also linked from another snapshot
 	Own      int64     `json:"own_bytes"`    // disk space (st_blocks*512) of the inodes only this snapshot links (files, folders, manifest): freed by deleting it
@@ -46,7 +48,7 @@ func List(ctx context.Context, w home.Worker) ([]Info, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v: %w", w.SnapshotManifest(ids[i]), err, ErrBadManifest)
 		}
-		in := Info{ID: ids[i], Label: h.Label, TakenAt: h.TakenAt, Files: h.Files, Unstable: h.Unstable, Skipped: h.Skipped, Pinned: pinned[ids[i]]}
+		in := Info{ID: ids[i], Label: h.Label, TakenAt: h.TakenAt, Files: h.Files, Entries: h.Entries, Unstable: h.Unstable, Skipped: h.Skipped, Pinned: pinned[ids[i]]}
 		if err := s.usage(ids[i], &in); err != nil {
 			return nil, err
 		}
@@ -187,4 +189,45 @@ func Diff(ctx context.Context, w home.Worker, from, to string) ([]Change, error)
 		return compareTrees(a.Entries, byPath, wk.entries, false, true), nil
 	}
 	return compareTrees(a.Entries, index(a.Entries), cur, false, to == ""), nil
+}
+
+// Newest is the header of worker w's newest complete snapshot, nil when it
+// has none: the figures of the last take (its files, bytes and entries,
+// folders included), read from the manifest's first line only, so it costs
+// the same however large the store. It takes no lock.
+func Newest(ctx context.Context, w home.Worker) (*Header, error) {
+	s, err := open(ctx, w, noLock)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	ids, err := s.ids()
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	id := ids[len(ids)-1]
+	fd, err := openDirAt(s.snaps, id)
+	if err != nil {
+		return nil, err
+	}
+	mfd, err := openRead(fd, home.SnapManifest)
+	unix.Close(fd)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(mfd)
+	buf := make([]byte, 64<<10) // a header is a few hundred bytes
+	n, err := unix.Pread(mfd, buf, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", w.SnapshotManifest(id), err)
+	}
+	line, _, ok := bytes.Cut(buf[:n], []byte{'\n'})
+	if !ok {
+		return nil, fmt.Errorf("%s: %w: no header line", w.SnapshotManifest(id), ErrBadManifest)
+	}
+	h, err := ParseHeader(line)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", w.SnapshotManifest(id), err)
+	}
+	return &h, nil
 }

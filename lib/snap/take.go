@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/home"
 )
@@ -330,6 +331,10 @@ func (s *session) checkFree(min int64) error {
 	if free < min {
 		return errs.WithHint(fmt.Errorf("worker %q: snapshot skipped: %d bytes free on the data tree's filesystem, store.min_free is %d",
 			s.w.Name, free, min), "free some space (roster-snap prune, roster-runs prune) or lower [storage] store.min_free")
+	}
+	if want := min / config.InodeBytes; st.Files > 0 && int64(st.Ffree) < want {
+		return errs.WithHint(fmt.Errorf("worker %q: snapshot skipped: %d inodes free on the data tree's filesystem, store.min_free of %d bytes wants %d (one per %d bytes)",
+			s.w.Name, st.Ffree, min, want, config.InodeBytes), "remove files (roster-snap prune, roster-runs prune) or lower [storage] store.min_free")
 	}
 	return nil
 }

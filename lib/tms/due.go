@@ -113,6 +113,10 @@ type DueReport struct {
 	// SpecHold is why the worker is held for its spec (SpecHold: no
 	// command, a connection's path missing), "" when it is not; Holds has it.
 	SpecHold string
+	// StoreHold is why the worker is held for its store's size
+	// (StoreHold: over store.max at the last take), "" when it is not;
+	// Holds has it.
+	StoreHold string
 }
 
 // Due lists the partition's live tasks with their eligibility, the
@@ -134,6 +138,10 @@ func (p *Partition) Due(ctx context.Context) (*DueReport, error) {
 	}
 	if why := SpecHold(p.Spec); why != "" {
 		r.SpecHold = why
+		r.Holds = append(r.Holds, why)
+	}
+	if why := StoreHold(ctx, p.Home.Worker(p.Name), p.Org); why != "" {
+		r.StoreHold = why
 		r.Holds = append(r.Holds, why)
 	}
 	if why, short := ProviderHold(p.Home, p.Org, p.Spec, p.getenv, now); why != "" {

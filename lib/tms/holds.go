@@ -1,6 +1,7 @@
 package tms
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +15,7 @@ import (
 	"github.com/roster-sh/roster/lib/gateway"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/runs"
+	"github.com/roster-sh/roster/lib/snap"
 )
 
 // CredentialsPresent reports whether dispatch may run as far as model
@@ -104,7 +106,9 @@ func SpecHold(spec *config.Worker) string {
 }
 
 // LowDisk reports whether the data tree's filesystem has less free space
-// than [storage] store.min_free, with the reason in words.
+// than [storage] store.min_free, or fewer free inodes than one per
+// config.InodeBytes of it (a filesystem that reports no inode count, as
+// btrfs does, is judged by bytes alone), with the reason in words.
 func LowDisk(h home.Home, org *config.Org) (bool, string, error) {
 	if org == nil || org.Storage.MinFree <= 0 {
 		return false, "", nil
@@ -117,7 +121,35 @@ func LowDisk(h home.Home, org *config.Org) (bool, string, error) {
 	if free < org.Storage.MinFree {
 		return true, fmt.Sprintf("low disk (%s free, store.min_free is %s)", config.FormatSize(free), config.FormatSize(org.Storage.MinFree)), nil
 	}
+	if want := org.Storage.MinFree / config.InodeBytes; st.Files > 0 && int64(st.Ffree) < want {
+		return true, fmt.Sprintf("low disk (%d inodes free, store.min_free %s wants %d)", st.Ffree, config.FormatSize(org.Storage.MinFree), want), nil
+	}
 	return false, "", nil
+}
+
+// StoreHold is why worker w is held for the size of its store, "" when it
+// is not: its newest snapshot (store and channel stores, as the last take
+// measured them) is over [storage] store.max in bytes, or in inodes (files,
+// folders and links alike) at one per config.InodeBytes of the bound. The
+// hold lasts until a take measures it under the bound again (the worker's
+// operator frees space, then `roster-snap take`). No store.max, or no
+// snapshot yet, never holds.
+func StoreHold(ctx context.Context, w home.Worker, org *config.Org) string {
+	if org == nil || org.Storage.Max <= 0 {
+		return ""
+	}
+	hd, err := snap.Newest(ctx, w)
+	if err != nil || hd == nil {
+		return ""
+	}
+	max := org.Storage.Max
+	if hd.Bytes > max {
+		return fmt.Sprintf("store over store.max (%d bytes in snapshot %s, store.max is %s)", hd.Bytes, hd.ID, config.FormatSize(max))
+	}
+	if inodes := max / config.InodeBytes; int64(hd.Entries) > inodes {
+		return fmt.Sprintf("store over store.max (%d inodes in snapshot %s, store.max %s allows %d)", hd.Entries, hd.ID, config.FormatSize(max), inodes)
+	}
+	return ""
 }
 
 // localMidnight returns the midnight in zone starting now's day.
