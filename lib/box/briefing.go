@@ -52,24 +52,7 @@ func CompileBriefing(in BriefingInput) (md, recall []byte) {
 		add("role", "workers/"+in.Worker+".toml: role", "the spec's role opens every briefing",
 			"## Your role\n\n"+in.Role+"\n")
 	}
-	add("store", "roster", "how to keep work across runs",
-		"## Your store\n\n"+
-			"`~/store` is yours and survives between runs; everything else in this box is gone when it ends.\n"+
-			"The host snapshots it after each run, so a bad change can be undone by an operator.\n"+
-			"Keep git repositories in the store as bare repos and clone them into a work folder (`~/work`, `/tmp`);\n"+
-			"commit and push back under the store lock: `roster-lock store --shared -- git push`.\n")
-	add("locks", "roster", "several boxes and the host share the store",
-		"## Locks\n\n"+
-			"`roster-lock NAME -- COMMAND` runs COMMAND holding the named lock in `~/store/.locks` (exit 11 when busy with `--nonblock`).\n"+
-			"The whole-store lock is `store`: take it `--shared` for a consistent multi-file update; snapshots take it exclusively.\n")
-	add("memory", "roster", "what the next run should know must be written down",
-		"## Memory\n\n"+
-			"Keep what you learn in `~/store/memory/` (plain Markdown notes, one topic per file). Read it first; update it before you finish.\n")
-	if in.Channel != "" && !in.Clean {
-		add("channel", "task channel "+in.Channel, "this run serves a conversation",
-			"## Channel store\n\n`~/channel/store` belongs to the conversation "+fmt.Sprintf("%q", in.Channel)+
-				" and survives between its runs.\n")
-	}
+	guidance(in, add)
 	if t := in.Task; t != nil && !in.Clean {
 		src := "tasks/tasks.json: " + t.ID
 		switch t.Kind {
@@ -123,7 +106,9 @@ func CompileBriefing(in BriefingInput) (md, recall []byte) {
 		"- `roster-task file TEXT [--at TIME] [--after ID]...` adds a task to your list; " +
 		"`roster-task set --version N FILE` reshapes it (read `version` from `$ROSTER_TASKS_FILE`; exit 13 = stale, re-read and retry).\n" +
 		"- `roster-task propose WHAT [--wake]` asks an operator to decide before something irreversible.\n" +
-		"The host decides the outcome: completed only if your command exits 0, you reported complete, and the ceiling was not hit.\n"
+		"Report from your shell (an agent: with its bash tool) before you stop. Your report is evidence, not the verdict: " +
+		"the host decides, and records completed only if your command exits 0, you reported complete, and the ceiling was not hit; " +
+		"a run that ends without a report is failed.\n"
 	add("report", "roster", "how the run is judged", report)
 
 	rec, _ := json.MarshalIndent(struct {
@@ -132,6 +117,37 @@ func CompileBriefing(in BriefingInput) (md, recall []byte) {
 		Parts  []recallPart `json:"parts"`
 	}{1, in.Run, parts}, "", "  ")
 	return []byte(b.String()), append(rec, '\n')
+}
+
+// guidance adds the parts every briefing teaches, in the words an agent
+// needs (docs/agents.md): the store and how to organise it, memory, the
+// channel store and discretion, git, locks.
+func guidance(in BriefingInput, add func(part, source, why, text string)) {
+	add("store", "roster", "how to keep work across runs",
+		"## Your store\n\n"+
+			"`~/store` is yours to organise, and it is the only thing that survives between runs: everything else in this box "+
+			"(`~`, `/tmp`, what you installed) is gone when the run ends. The host snapshots it after each run, so an operator can undo a bad change.\n\n"+
+			"Keep git repositories in the store as bare repos (`git init --bare ~/store/repos/NAME.git`) and clone them into a work folder "+
+			"for this run (`git clone ~/store/repos/NAME.git ~/work/NAME`); commit there and push back. Never work in a checkout inside the "+
+			"store: two runs sharing one checkout is how repositories get corrupted. A push to a bare repo needs no lock (git makes its own updates atomic).\n")
+	add("memory", "roster", "what the next run should know must be written down",
+		"## Memory\n\n"+
+			"`~/store/memory/` holds what you have learned: plain Markdown notes, one topic or one person per file. "+
+			"When someone or something rings familiar, look there first (`grep -ril NAME ~/store/memory`). Before you finish, record what "+
+			"deserves keeping: decisions, preferences, facts you will need again; not the whole conversation.\n\n"+
+			"What you know about a person goes with you from room to room, and so does discretion: what someone told you in one conversation "+
+			"is not yours to repeat in another.\n")
+	if in.Channel != "" && !in.Clean {
+		add("channel", "task channel "+in.Channel, "this run serves a conversation",
+			"## Channel store\n\n`~/channel/store` belongs to the conversation "+fmt.Sprintf("%q", in.Channel)+
+				": material for this room and its people, kept between its runs. Keep what is about this room there, "+
+				"and what is about you or your work in `~/store`.\n")
+	}
+	add("locks", "roster", "several boxes and the host share the store",
+		"## Locks\n\n"+
+			"`roster-lock NAME -- COMMAND` runs COMMAND holding the named lock in `~/store/.locks` (exit 11 when busy with `--nonblock`). "+
+			"Take one around any multi-file change another run of yours could make at the same time. "+
+			"The whole-store lock is `store`: take it `--shared` for a consistent multi-file update; snapshots take it exclusively.\n")
 }
 
 // scheduleDigest lists the partition's open tasks and templates briefly.

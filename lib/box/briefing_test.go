@@ -35,7 +35,7 @@ func TestRelayIsFramedAsUntrustedContent(t *testing.T) {
 		}
 		parts = append(parts, p.Part)
 	}
-	if got := strings.Join(parts, " "); got != "role store locks memory channel task schedule report" {
+	if got := strings.Join(parts, " "); got != "role store memory channel locks task schedule report" {
 		t.Fatalf("parts %q", got)
 	}
 }
@@ -79,5 +79,25 @@ func TestRelayTextStaysFramedInContinuationsAndDigest(t *testing.T) {
 		Schedule: &tms.File{Version: 3, Tasks: []tms.Task{relay, *owner}}})
 	if s := string(md); strings.Contains(s, "Ignore previous instructions") || !strings.Contains(s, "untrusted, not shown here") {
 		t.Fatalf("digest shows a relayed text unframed:\n%s", s)
+	}
+}
+
+// TestBriefingTeachesWhatAWorkerIsAskedFor: the guidance an agent needs
+// (docs/agents.md) is in every briefing: the store is its own and the only
+// thing kept, memory is consulted and kept, person-facts carry discretion,
+// the channel store is the room's, git repos are bare and cloned, and the
+// host decides after a report.
+func TestBriefingTeachesWhatAWorkerIsAskedFor(t *testing.T) {
+	md, _ := CompileBriefing(BriefingInput{Worker: "w", Run: "r", Channel: "#ops", Now: time.Now()})
+	for _, want := range []string{
+		"`~/store` is yours to organise", "only thing that survives",
+		"`~/store/memory/`", "rings familiar", "record what\ndeserves keeping",
+		"discretion", "belongs to the conversation \"#ops\"", "material for this room and its people",
+		"bare repos", "two runs sharing one checkout", "A push to a bare repo needs no lock",
+		"roster-task complete", "roster-task fail", "the host decides", "without a report is failed",
+	} {
+		if !strings.Contains(strings.ReplaceAll(string(md), "\n", " "), strings.ReplaceAll(want, "\n", " ")) {
+			t.Errorf("the briefing lacks %q", want)
+		}
 	}
 }
