@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+
+	"golang.org/x/term"
 
 	"github.com/roster-sh/roster/lib/agent"
 	"github.com/roster-sh/roster/lib/cli"
@@ -219,7 +224,8 @@ func countTasks(w home.Worker) (pending, claimed int, err error) {
 // WorkerRmCmd is `worker rm NAME`.
 type WorkerRmCmd struct {
 	Name  string `arg:"" help:"The worker to remove."`
-	Purge bool   `name:"purge" help:"Also delete its folder in the data tree: store, snapshots, tasks, journal, runs."`
+	Purge bool   `name:"purge" help:"Also delete its folder in the data tree: store, snapshots, tasks, journal, runs (lists what it deletes; asks first on a terminal)."`
+	Yes   bool   `short:"y" name:"yes" help:"With --purge: do not ask, even on a terminal."`
 }
 
 func (c *WorkerRmCmd) Run(g *cli.Globals, env *cli.Env) error {
@@ -230,7 +236,119 @@ func (c *WorkerRmCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	return config.RemoveWorker(h, c.Name, c.Purge)
+	if _, err := os.Lstat(h.SpecFile(c.Name)); err != nil {
+		return config.RemoveWorker(h, c.Name, c.Purge) // its error names the way forward
+	}
+	open := openWork(env, h, c.Name)
+	var parts []purgePart
+	if c.Purge {
+		parts = purgeParts(h.Worker(c.Name).Dir)
+		if f, ok := env.Stdin.(*os.File); ok && !c.Yes && term.IsTerminal(int(f.Fd())) {
+			fmt.Fprintf(env.Stderr, "roster-task: worker %s: delete %s (%s)?%s [y/N] ", c.Name, h.Worker(c.Name).Dir, summary(parts), open)
+			ans, _ := bufio.NewReader(f).ReadString('\n')
+			if a := strings.ToLower(strings.TrimSpace(ans)); a != "y" && a != "yes" {
+				env.Note("worker %s left as it was", c.Name)
+				return &errs.Exit{Code: 1}
+			}
+		}
+	}
+	if err := config.RemoveWorker(h, c.Name, c.Purge); err != nil {
+		return err
+	}
+	if !c.Purge {
+		if open != "" {
+			env.Note("worker %s removed;%s kept in %s: a later `roster worker add %s` finds them", c.Name, open, h.Worker(c.Name).Dir, c.Name)
+		}
+		return nil
+	}
+	for _, p := range parts {
+		fmt.Fprintf(env.Stdout, "deleted %s\t%d files\t%d bytes\n", p.path, p.files, p.bytes)
+	}
+	if open != "" {
+		env.Note("worker %s purged;%s deleted with it", c.Name, open)
+	}
+	return nil
+}
+
+// openWork says what open work a worker has (" 2 pending tasks and 1
+// template"), "" for none or when its partition cannot be read.
+func openWork(env *cli.Env, h home.Home, name string) string {
+	p, err := tms.Open(h, name, tms.Options{})
+	if err != nil {
+		return ""
+	}
+	f, err := p.Read(env.Ctx)
+	if err != nil {
+		return ""
+	}
+	tasks, tpls := 0, 0
+	for _, t := range f.Tasks {
+		if t.State == tms.Pending || t.State == tms.NeedsReview {
+			tasks++
+		}
+	}
+	for _, t := range f.Templates {
+		if !t.System {
+			tpls++
+		}
+	}
+	var say []string
+	if tasks > 0 {
+		say = append(say, plural(tasks, "pending task"))
+	}
+	if tpls > 0 {
+		say = append(say, plural(tpls, "template"))
+	}
+	if len(say) == 0 {
+		return ""
+	}
+	return " its " + strings.Join(say, " and ")
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// purgePart is one entry of a worker's data folder and what it holds.
+type purgePart struct {
+	path         string
+	files, bytes int64
+}
+
+// purgeParts lists the entries of dir with their file counts and sizes
+// (links are counted, never followed).
+func purgeParts(dir string) []purgePart {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []purgePart
+	for _, e := range ents {
+		p := purgePart{path: filepath.Join(dir, e.Name())}
+		filepath.WalkDir(p.path, func(_ string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil
+			}
+			p.files++
+			if fi, err := d.Info(); err == nil && fi.Mode().IsRegular() {
+				p.bytes += fi.Size()
+			}
+			return nil
+		})
+		out = append(out, p)
+	}
+	return out
+}
+
+func summary(parts []purgePart) string {
+	var files, bytes int64
+	for _, p := range parts {
+		files, bytes = files+p.files, bytes+p.bytes
+	}
+	return fmt.Sprintf("%d files, %d bytes", files, bytes)
 }
 
 // WorkerPauseCmd is `worker pause NAME`.

@@ -53,6 +53,8 @@ type Dispatcher struct {
 	children  sync.Map          // run id -> worker while our `roster-box run` child lives
 	dailyBusy sync.WaitGroup
 	hooks     sync.WaitGroup // [notify] on_failure hooks this dispatcher started
+	ended     sync.Map       // run id -> true: its end was logged (logRunEnd)
+	adopted   sync.Map       // run id -> adoptedRun: a live box of a predecessor, logged as adopted
 	dailyMu   sync.Mutex
 	dailyRun  bool
 	sweepMu   sync.Mutex

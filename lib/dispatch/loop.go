@@ -46,9 +46,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			lastReclaim = time.Now()
 		}
 		d.maybeDaily(ctx)
+		d.logAdoptedEnds()
 		if d.o.Once || (d.o.UntilIdle && rep.Idle() && d.running.Load() == 0 && d.supervisorsLive() == 0) {
 			d.WaitDaily()
 			d.hooks.Wait()
+			d.logAdoptedEnds() // one that ended since this pass's look
 			if d.o.UntilIdle {
 				d.log.Info("idle: nothing claimable and no box live")
 			}

@@ -59,6 +59,13 @@ func (d *Dispatcher) Reclaim(ctx context.Context) []Reclaimed {
 				continue // we started it and it has not exited
 			}
 			if gone, _ := tms.BoxGone(p.W.Run(run), t.Claim.At, now); !gone {
+				if _, seen := d.adopted.LoadOrStore(run, adoptedRun{w, t.ID}); !seen {
+					if _, err := runs.ReadBoxInfo(p.W.Run(run)); err == nil {
+						d.log.Info("adopted a live box", "worker", w, "task", t.ID, "run", run)
+					} else {
+						d.adopted.Delete(run) // still starting: look again next pass
+					}
+				}
 				continue
 			}
 			_, err := runs.ReadBoxInfo(p.W.Run(run))
@@ -109,4 +116,21 @@ func (d *Dispatcher) notifyFailure(ctx context.Context, org *config.Org, e notif
 		n := notify.Run(context.WithoutCancel(ctx), org.Notify.OnFailure, e)
 		d.log.Info("on_failure hook ran", "worker", e.Worker, "task", e.Task, "run", e.Run, "exit", n.Exit, "seconds", n.Seconds, "error", n.Error, "output", n.Output)
 	}()
+}
+
+// adoptedRun is a live box this dispatcher found at a reclaim pass and did
+// not start: its end is logged when a later pass finds it finished.
+type adoptedRun struct{ worker, task string }
+
+// logAdoptedEnds logs the end of each adopted box whose run has ended
+// (a stat per adopted run; the loop calls it every pass).
+func (d *Dispatcher) logAdoptedEnds() {
+	d.adopted.Range(func(k, v any) bool {
+		a := v.(adoptedRun)
+		if runs.Finished(d.h.Worker(a.worker).Run(k.(string))) {
+			d.adopted.Delete(k)
+			d.logRunEnd(a.worker, a.task, k.(string))
+		}
+		return true
+	})
 }

@@ -3,12 +3,14 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"syscall"
 	"time"
 
 	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/runs"
 	"github.com/roster-sh/roster/lib/suite"
 )
 
@@ -65,6 +67,7 @@ func (d *Dispatcher) startBox(worker, task, run string) error {
 		if err != nil {
 			d.log.Debug("supervisor exited", "run", run, "status", err)
 		}
+		d.logRunEnd(worker, task, run)
 		d.childExited.Store(true) // if it died without attesting, reclaim now, not in 30 s
 		d.wake()                  // its task changed (attested) or its claim is now dead: look again
 	}()
@@ -106,4 +109,35 @@ func trim(b []byte) string {
 		b = b[:len(b)-1]
 	}
 	return string(b)
+}
+
+// logRunEnd logs how a run ended, from its run.json (worker, task, run,
+// attested, ended, reason), once: for a run this dispatcher started when
+// its supervisor exits, for an adopted one when a reclaim pass finds it
+// finished.
+func (d *Dispatcher) logRunEnd(worker, task, run string) {
+	if _, done := d.ended.LoadOrStore(run, true); done {
+		return
+	}
+	rec, err := runs.ReadRecord(d.h.Worker(worker).Run(run))
+	if err != nil || rec.Ended == "" {
+		d.log.Warn("run ended without a record of its end", "worker", worker, "task", task, "run", run)
+		return
+	}
+	reason := ""
+	if ev := rec.Evidence; ev != nil {
+		reason = ev.Reason
+		if reason == "" {
+			reason = ev.Note
+		}
+	}
+	if rec.Ended == "ceiling" {
+		reason = "ceiling " + rec.Ceiling
+	}
+	lvl := slog.LevelInfo
+	if rec.Attested == "failed" {
+		lvl = slog.LevelWarn
+	}
+	d.log.Log(context.Background(), lvl, "run ended", "worker", worker, "task", task, "run", run,
+		"attested", rec.Attested, "ended", rec.Ended, "reason", reason)
 }

@@ -88,7 +88,15 @@ func (d *Dispatcher) evaluate(ctx context.Context, org *config.Org, w string, se
 		}
 		return ws, true
 	}
-	_, err = p.FireTemplates(ctx)
+	fired, err := p.FireTemplates(ctx)
+	if err == nil {
+		for _, id := range fired.Fired {
+			d.log.Info("template fired", "worker", w, "task", id)
+		}
+		for _, e := range fired.Errors {
+			d.log.Warn("template not fired", "worker", w, "err", e)
+		}
+	}
 	var due *tms.DueReport
 	if err == nil {
 		due, err = p.Due(ctx)
