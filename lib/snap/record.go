@@ -44,6 +44,16 @@ const LabelRecord = "restore-record"
 // readRecord returns the restore record's entries indexed by path, or nil
 // when there is none (or it cannot be used).
 func (s *session) readRecord() map[string]*Entry {
+	m := s.readRecordManifest()
+	if m == nil {
+		return nil
+	}
+	return index(m.Entries)
+}
+
+// readRecordManifest is the restore record whole (its header names the
+// snapshot restored from), or nil.
+func (s *session) readRecordManifest() *Manifest {
 	if s.snaps < 0 {
 		return nil
 	}
@@ -55,7 +65,37 @@ func (s *session) readRecord() map[string]*Entry {
 	if err != nil || m.Header.Label != LabelRecord {
 		return nil
 	}
-	return index(m.Entries)
+	return m
+}
+
+// restoredBase is what the first take after a restore compares with to
+// list a run's changes (docs/store.md: a restore's own changes belong to
+// the restore, not to the next run): for each tree the restore put back,
+// the snapshot it came from, with each restored file as the record left
+// it (its live inode and ctime); for the other trees, the previous
+// snapshot.
+func restoredBase(prev, from, rec []Entry) []Entry {
+	restored := map[string]bool{}
+	for i := range rec {
+		restored[treeOf(rec[i].Path)] = true
+	}
+	byRec := index(rec)
+	var out []Entry
+	for _, e := range prev {
+		if !restored[treeOf(e.Path)] {
+			out = append(out, e)
+		}
+	}
+	for _, e := range from {
+		if !restored[treeOf(e.Path)] {
+			continue
+		}
+		if r := byRec[e.Path]; r != nil && e.Type == TypeFile && r.Type == TypeFile {
+			e.Ino, e.Ctime = r.Ino, r.Ctime
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // dropRecord deletes the restore record once a snapshot has recorded the

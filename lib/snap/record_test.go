@@ -27,7 +27,7 @@ func snapInodes(t *testing.T, w interface{ Snapshot(string) string }, id string)
 // After a restore every file has a new ctime (and most a new inode), yet
 // the next take copies none of the files the restore put back from a
 // snapshot: it links the snapshot copies those files provably hold (the
-// restore record), and lists only what the restore changed.
+// restore record), and lists none of what the restore changed.
 func TestTakeAfterRestoreLinksInsteadOfCopying(t *testing.T) {
 	needRoot(t)
 	w := newWorker(t, t.TempDir())
@@ -53,17 +53,11 @@ func TestTakeAfterRestoreLinksInsteadOfCopying(t *testing.T) {
 	if c.ID == "" {
 		t.Fatalf("take after the restore made no snapshot (the store differs from the pre-restore one)")
 	}
-	got := lines(mustRead(t, w.SnapshotChanges(c.ID)))
-	want := []string{"*deleting   store/d3/extra", ">f+++++++++ store/d2/f6", ">f.st...... store/d1/f5"}
-	for _, l := range want {
-		if !contains(got, l) {
-			t.Errorf("change list lacks %q", l)
-		}
-	}
-	for _, l := range got {
-		if strings.HasPrefix(l, ">f") && !contains(want, l) {
-			t.Errorf("change list has %q: a file the restore did not change", l)
-		}
+	// The restore's own changes are the restore's, not this take's: it
+	// compares with what the restore put back (the restored snapshot, as
+	// the record left it), so nothing is listed.
+	if got := lines(mustRead(t, w.SnapshotChanges(c.ID))); len(got) != 0 {
+		t.Errorf("the take after a restore lists the restore's changes: %q", got)
 	}
 	// Every file of c but the two the restore changed (their bytes are
 	// a's, which the previous snapshot does not hold: copied) is an inode

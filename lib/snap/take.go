@@ -102,9 +102,16 @@ func (s *session) take(ctx context.Context, opt *Options, label string, force bo
 	if err != nil {
 		return nil, err
 	}
-	changes := compare(prev.Entries, byPath, walk.entries, false)
+	base, baseIdx := prev.Entries, byPath
+	if rm := s.readRecordManifest(); rm != nil && rm.Header.ID != "" && rm.Header.ID != res.Prev {
+		if from, err := s.manifest(rm.Header.ID); err == nil {
+			base = restoredBase(prev.Entries, from.Entries, rm.Entries)
+			baseIdx = index(base)
+		}
+	}
+	changes := compare(base, baseIdx, walk.entries, false)
 	changes = append(changes, walk.raced...)
-	if !force && res.Prev != "" && !anyChange(changes) {
+	if !force && res.Prev != "" && !anyChange(changes) && !anyRelinked(walk.entries) {
 		res.Unchanged = true // it settled back between the scan and the copy
 		return res, nil
 	}
@@ -352,4 +359,18 @@ func onlyEmptyRoots(entries []Entry) bool {
 		}
 	}
 	return true
+}
+
+// anyRelinked reports whether a file kept its bytes but not its inode or
+// ctime (a no-op chown -R, a restore's new names): nothing to list, but
+// the snapshot is written all the same, with an empty change list, so that
+// its manifest records the new inodes and the next take is a stat walk
+// again instead of a copy and compare of every such file.
+func anyRelinked(es []Entry) bool {
+	for i := range es {
+		if es[i].samePrev {
+			return true
+		}
+	}
+	return false
 }

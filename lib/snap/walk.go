@@ -1,6 +1,7 @@
 package snap
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sort"
@@ -414,7 +415,71 @@ func (w *walker) buildFile(src, dst, prevDir int, name string, e *Entry, st *uni
 		}
 		// EMLINK (too many links) or the old copy is missing: copy instead.
 	}
-	return copyFile(src, dst, name, e, buf)
+	if err := copyFile(src, dst, name, e, buf); err != nil {
+		return err
+	}
+	e.samePrev = w.sameBytesAsPrev(dst, prevDir, name, e)
+	return nil
+}
+
+// sameBytesAsPrev reports whether the new copy of live file e (name in
+// dst) holds exactly the bytes of the previous snapshot's copy, for a file
+// whose metadata is unchanged but whose inode or ctime moved (a no-op
+// chown -R, new names from a restore): then it is no change to list. Only
+// such files are read twice; a changed size or mtime is a change anyway.
+func (w *walker) sameBytesAsPrev(dst, prevDir int, name string, e *Entry) bool {
+	p := w.prev[e.Path]
+	if p == nil || prevDir < 0 || e.Type != TypeFile || p.Type != TypeFile || p.Unstable || e.Unstable || !sameMeta(p, e) {
+		return false
+	}
+	a, err := openRead(dst, name)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(a)
+	b, err := openRead(prevDir, name)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(b)
+	var st unix.Stat_t
+	if unix.Fstat(b, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != e.Size {
+		return false
+	}
+	return sameStream(a, b)
+}
+
+// sameStream compares two open files' bytes to their ends.
+func sameStream(a, b int) bool {
+	ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
+	for {
+		na, ea := readFull(a, ba)
+		nb, eb := readFull(b, bb)
+		if ea != nil || eb != nil || na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
+			return false
+		}
+		if na < len(ba) {
+			return true
+		}
+	}
+}
+
+func readFull(fd int, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return n, nil
 }
 
 // fileOp puts a single-link file into the snapshot on the pool: a link to
@@ -431,7 +496,9 @@ func (w *walker) fileOp(src, dst, prevDir int, name string, idx int, e Entry, bu
 		}
 		var err error
 		if copied {
-			err = copyFile(src, dst, name, &e, buf)
+			if err = copyFile(src, dst, name, &e, buf); err == nil {
+				e.samePrev = w.sameBytesAsPrev(dst, prevDir, name, &e)
+			}
 		}
 		if err == nil {
 			if copied || e.samePrev {
