@@ -61,6 +61,20 @@ func (p *Partition) ResolveGate(ctx context.Context, id, gate, decision, why str
 	}
 	cont := ""
 	if task.State == NeedsReview && pendingGates(task) == 0 {
+		if cont, err = t.completeGated(id); err != nil {
+			return "", err
+		}
+	}
+	return cont, t.commit()
+}
+
+// completeGated completes needs-review task id whose last gate resolved,
+// filing the continuation if a gate asked to wake; it returns the
+// continuation's id, if any.
+func (t *txn) completeGated(id string) (string, error) {
+	task := t.f.Task(id)
+	cont := ""
+	{
 		orig := cloneTask(*task)
 		if _, err := t.finish(id, Completed, EvCompleted, orig.LastRun, ByOwner, "last gate resolved", nil); err != nil {
 			return "", err
@@ -93,5 +107,5 @@ func (p *Partition) ResolveGate(ctx context.Context, id, gate, decision, why str
 			cont = c.ID
 		}
 	}
-	return cont, t.commit()
+	return cont, nil
 }

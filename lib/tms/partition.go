@@ -244,7 +244,8 @@ func (t *txn) rollForward() error {
 		return err
 	}
 	next := t.f.Version + 1
-	for _, l := range lines {
+	var last *Line
+	for i, l := range lines {
 		if l.Version == 0 || l.Version < next {
 			continue
 		}
@@ -254,11 +255,42 @@ func (t *txn) rollForward() error {
 		applyRecords(t.f, l.Records)
 		t.f.Version = l.Version
 		next++
+		last = &lines[i]
 	}
 	if t.f.Version != t.ver {
 		return refused(t.p.W.Journal(), "last version %d not reached by its lines", t.ver)
 	}
+	if err := t.finishTornGate(last); err != nil {
+		return err
+	}
 	return t.p.writeViews(t.f, t.now)
+}
+
+// finishTornGate completes a change a kill tore: a gate resolution that
+// left its needs-review task with no pending gate is one change with the
+// task's completion (and its continuation), but its lines are appended
+// one by one, so a kill between them leaves the resolution alone at the
+// journal's end. The rest of that change is made and appended now, under
+// the same lock hold, before anything else reads the partition.
+func (t *txn) finishTornGate(last *Line) error {
+	if last == nil || last.Event != EvGateResolved {
+		return nil
+	}
+	task := t.f.Task(last.Task)
+	if task == nil || task.State != NeedsReview || pendingGates(task) > 0 {
+		return nil
+	}
+	if _, err := t.completeGated(task.ID); err != nil {
+		return err
+	}
+	for _, b := range t.out {
+		if err := fsx.AppendLine(t.j, b); err != nil {
+			return err
+		}
+	}
+	t.out, t.changed = nil, false
+	t.f.Version = t.ver
+	return nil
 }
 
 // applyRecords makes f hold every record's entry as the record says.

@@ -23,6 +23,9 @@ import (
 // real processes, real flock, real kill -9.
 func TestMain(m *testing.M) {
 	if mode := os.Getenv("TMS_HELPER"); mode != "" {
+		if strings.HasPrefix(mode, "k-") {
+			os.Exit(killHelper(mode[2:]))
+		}
 		os.Exit(helper(mode))
 	}
 	os.Exit(m.Run())

@@ -140,13 +140,15 @@ func TestRebuildRestoresDeletedTasksJSON(t *testing.T) {
 	mustClean(t, p)
 }
 
-func TestFsckFindsClaimWithoutRunFolder(t *testing.T) {
+func TestFsckNotesClaimWithoutRunFolder(t *testing.T) {
 	p, _ := open(t, newHome(t, "dobby"), "dobby")
 	a := mustAdd(t, p, NewTask{Text: "a"})
 	run := claim(t, p, a.ID)
 	os.RemoveAll(p.W.Run(run))
+	// A dispatcher killed between its claim and the box's start leaves
+	// this; its next tick reclaims it: a note, not a problem.
 	r, _ := p.Fsck(ctx)
-	if r.Clean() || !strings.Contains(r.Problems[0], "no run folder") {
+	if !r.Clean() || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "which has no run folder (its box never started)") {
 		t.Fatalf("fsck = %+v", r)
 	}
 }
