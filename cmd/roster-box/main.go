@@ -26,7 +26,7 @@ func init() {
 type CLI struct {
 	cli.Globals
 
-	Run         RunCmd         `cmd:"" help:"Run a box: a claimed task (--task, --run; what the dispatcher runs) or ad hoc in the foreground."`
+	Run         RunCmd         `cmd:"" help:"Run a box: a claimed task (--task, --run; what the dispatcher runs) or ad hoc in the foreground (on a terminal, ~. at the start of a line ends it, as ssh's escape)."`
 	Ps          PsCmd          `cmd:"" help:"List the live boxes of every worker."`
 	Kill        KillCmd        `cmd:"" help:"End a live box now (recorded as ended error, note killed)."`
 	Reap        ReapCmd        `cmd:"" help:"After a dead supervisor: destroy a container that outlived it and record the run's end."`

@@ -112,6 +112,8 @@ type supervised struct {
 	stopped bool            // ctx ended (SIGTERM): what the box posts is no longer served
 	closers []func()
 
+	escape chan struct{} // the terminal's ~. (escapeCopy): end the box now
+
 	brief []byte        // the compiled briefing
 	wrote chan error    // the start records, written while the box starts
 	pumps chan struct{} // two tokens: the output pumps have ended
@@ -312,7 +314,8 @@ func (s *Supervision) start(ctx context.Context, r *supervised) (*Box, error) {
 	if b.Console != nil {
 		r.closers = append(r.closers, func() { b.Console.Close() }, attachTerminal(s.Terminal, b.Console))
 		go func() { pump(b.Console, sinks(s.Stdout)...); r.pumps <- struct{}{} }()
-		go func() { _, _ = io.Copy(b.Console, s.Terminal) }() // ends with the process or at the next keystroke
+		r.escape = make(chan struct{}, 1)
+		go escapeCopy(b.Console, s.Terminal, func() { r.escape <- struct{}{} }) // ends with the process or at the next keystroke
 	} else if stdio.Terminal {
 		r.pumps <- struct{}{}
 	}
@@ -374,6 +377,13 @@ loop:
 		select {
 		case <-done:
 			break loop
+		case <-r.escape:
+			// ssh's ~.: the person at the terminal leaves now, whatever
+			// the box's command does with signals.
+			if !killing {
+				killing, ended, note = true, "error", "ended from the terminal (~.)"
+				go b.Kill(0, done)
+			}
 		case <-ctxDone:
 			ctxDone = nil // once: a closed channel would spin this loop
 			if !killing { // the kill itself was started by the AfterFunc above

@@ -2,6 +2,7 @@ package box
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 
@@ -98,5 +99,53 @@ func attachTerminal(term, master *os.File) func() {
 		signal.Stop(winch)
 		close(stop)
 		_ = unix.IoctlSetTermios(fd, unix.TCSETS, old)
+	}
+}
+
+// EscapeHelp is what the escape does, for a run's terminal.
+const EscapeHelp = "~. at the start of a line ends the box; ~~ sends one ~"
+
+// escapeCopy copies a terminal's keystrokes to the box's pty as ssh does,
+// watching for its escape: "~." at the start of a line (after Enter, or
+// first) calls onEscape and stops copying; "~~" there sends one "~"; a "~"
+// followed by anything else is sent as typed. It returns when src ends,
+// dst fails, or at the escape.
+func escapeCopy(dst io.Writer, src io.Reader, onEscape func()) {
+	buf := make([]byte, 4096)
+	lineStart, tilde := true, false
+	for {
+		n, err := src.Read(buf)
+		out := make([]byte, 0, n+1)
+		for _, c := range buf[:n] {
+			switch {
+			case tilde:
+				tilde = false
+				if c == '.' {
+					if len(out) > 0 {
+						_, _ = dst.Write(out)
+					}
+					onEscape()
+					return
+				}
+				if c != '~' {
+					out = append(out, '~')
+				}
+				out = append(out, c)
+			case lineStart && c == '~':
+				tilde = true
+				continue
+			default:
+				out = append(out, c)
+			}
+			lineStart = c == '\r' || c == '\n'
+		}
+		if len(out) > 0 {
+			if _, werr := dst.Write(out); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
 	}
 }
