@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pelletier/go-toml/v2"
+
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/home"
 )
@@ -105,7 +107,41 @@ func LoadWorker(h home.Home, name string) (*Worker, error) {
 	if err != nil {
 		return nil, errs.New(errs.ErrRefused, fmt.Sprintf("%s: cannot read: %v", file, unwrapPath(err)))
 	}
-	return ParseWorker(name, file, data)
+	w, err := ParseWorker(name, file, data)
+	if err != nil {
+		return nil, err
+	}
+	if other := uidSharedWith(h, name, w.UID); other != "" {
+		return nil, errs.WithHint(errs.New(errs.ErrRefused, fmt.Sprintf(
+			"%s: uid %d is also worker %s's (%s): two workers never share a box user", file, w.UID, other, h.SpecFile(other))),
+			"give one of them a uid of its own (`roster worker add` picks a free one); both are set aside until then")
+	}
+	return w, nil
+}
+
+// uidSharedWith names another worker of h whose spec has uid, or "". A
+// spec that cannot be read is skipped here (it is refused on its own).
+func uidSharedWith(h home.Home, name string, uid int) string {
+	names, err := ListWorkers(h)
+	if err != nil {
+		return ""
+	}
+	for _, n := range names {
+		if n == name {
+			continue
+		}
+		data, err := os.ReadFile(h.SpecFile(n))
+		if err != nil {
+			continue
+		}
+		var f struct {
+			UID *int `toml:"uid"`
+		}
+		if toml.Unmarshal(data, &f) == nil && f.UID != nil && *f.UID == uid {
+			return n
+		}
+	}
+	return ""
 }
 
 // connAtRE is a connection's mount point: one plain name under $HOME.
