@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
@@ -116,7 +117,35 @@ func LoadWorker(h home.Home, name string) (*Worker, error) {
 			"%s: uid %d is also worker %s's (%s): two workers never share a box user", file, w.UID, other, h.SpecFile(other))),
 			"give one of them a uid of its own (`roster worker add` picks a free one); both are set aside until then")
 	}
+	for _, c := range w.Connections {
+		if c.Mode == "rw" && !writableBy(c.Path, w.UID) {
+			w.Warnings = append(w.Warnings, fmt.Sprintf(
+				"worker %s: connection %q is rw but %s is not writable by its uid %d: its writes there will fail", name, c.Name, c.Path, w.UID))
+		}
+	}
 	return w, nil
+}
+
+// writableBy tells whether uid (whose group is the same number, as every
+// box user's) may write into folder path by its mode bits (ACLs are not
+// read). A missing path is the hold's business (tms.SpecHold), not this.
+func writableBy(path string, uid int) bool {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return true
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return true
+	}
+	m := fi.Mode().Perm()
+	switch {
+	case int(st.Uid) == uid:
+		return m&0o300 == 0o300
+	case int(st.Gid) == uid:
+		return m&0o030 == 0o030
+	}
+	return m&0o003 == 0o003
 }
 
 // uidSharedWith names another worker of h whose spec has uid, or "". A
