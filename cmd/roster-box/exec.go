@@ -1,0 +1,41 @@
+package main
+
+import (
+	"github.com/roster-sh/roster/lib/box"
+	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/errs"
+)
+
+// ExecCmd is `roster-box exec`.
+type ExecCmd struct {
+	RunID   string   `arg:"" name:"run" help:"The run (any unique prefix of its id) whose box is live."`
+	Command []string `arg:"" passthrough:"" help:"The command to run inside the box, after --."`
+}
+
+func (c *ExecCmd) Run(g *cli.Globals, env *cli.Env) error {
+	if len(c.Command) > 0 && c.Command[0] == "--" {
+		c.Command = c.Command[1:]
+	}
+	h, err := g.OpenHome()
+	if err != nil {
+		return err
+	}
+	r, err := box.FindRun(h, c.RunID)
+	if err != nil {
+		return err
+	}
+	spec, err := config.LoadWorker(h, r.Worker)
+	if err != nil {
+		return err
+	}
+	code, err := box.Exec(box.ExecRequest{Run: r, UID: spec.UID, Argv: c.Command,
+		Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr})
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return &errs.Exit{Code: code}
+	}
+	return nil
+}
