@@ -174,7 +174,7 @@ func (p *Partition) Read(ctx context.Context) (*File, error) {
 func (p *Partition) CeilingOf(task *Task) time.Duration {
 	kind := p.Org.Ceiling(task.Kind)
 	if task.Ceiling != "" {
-		if d, err := time.ParseDuration(task.Ceiling); err == nil && d > 0 {
+		if d, err := home.ParseDuration(task.Ceiling); err == nil && d > 0 {
 			if task.By == ByWorker && kind > 0 && d > kind {
 				return kind
 			}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/home"
 )
 
 // raisesCeiling says why a worker's ceiling for a task of kind is refused
@@ -14,7 +15,7 @@ func (s *setPlan) raisesCeiling(kind, ceiling string) string {
 	if s.by != ByWorker || ceiling == "" {
 		return ""
 	}
-	d, err := time.ParseDuration(ceiling)
+	d, err := home.ParseDuration(ceiling)
 	limit := s.t.p.Org.Ceiling(kind)
 	if err != nil || limit <= 0 || d <= limit {
 		return ""
