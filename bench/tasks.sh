@@ -70,7 +70,9 @@ def time_adds(h, n=15):
 
 rows = []
 for name, pending, lines in [("0 pending", 0, 0), ("1,000 pending", 1000, 1000),
-                             ("10,000 pending", 10000, 10000), ("10 pending, 100,000-line journal", 10, 100000)]:
+                             # a partition holds at most 10,000 open tasks: 9,985
+                             # seeded, so the 15 timed adds end at the cap
+                             ("10,000 pending", 10000 - 15, 10000), ("10 pending, 100,000-line journal", 10, 100000)]:
     h = mkhome(name.replace(" ", "_").replace(",", ""))
     seed(h, pending, lines)
     med, lo, hi, cpu = time_adds(h)
