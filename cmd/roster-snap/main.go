@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -78,15 +79,20 @@ func options(h home.Home, env *cli.Env, wait time.Duration) (snap.Options, error
 }
 
 // progress draws a bar on stderr only when stderr is a terminal.
-func progress(env *cli.Env, what string, total int) (func(int), func()) {
+// progress sets opt up to draw progress on stderr when it is a terminal:
+// a count with its rate, and, once a walk's total is known (snap.Phase: a
+// restore's exact count, a take's estimate from the previous snapshot),
+// the total, a percentage and the time left. It returns the function that
+// clears it.
+func progress(env *cli.Env, opt *snap.Options, what string) func() {
 	f, ok := env.Stderr.(*os.File)
 	if !ok {
-		return nil, func() {}
+		return func() {}
 	}
 	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err != nil {
-		return nil, func() {}
+		return func() {}
 	}
-	bar := progressbar.NewOptions(total,
+	bar := progressbar.NewOptions(-1,
 		progressbar.OptionSetWriter(f),
 		progressbar.OptionSetDescription(what),
 		progressbar.OptionShowCount(),
@@ -94,8 +100,30 @@ func progress(env *cli.Env, what string, total int) (func(int), func()) {
 		progressbar.OptionClearOnFinish(),
 		progressbar.OptionSetItsString("entries"),
 		progressbar.OptionShowIts(),
+		progressbar.OptionSetPredictTime(true),
 	)
-	return func(n int) { bar.Add(n) }, func() { bar.Finish(); bar.Clear() }
+	var mu sync.Mutex
+	n, max := 0, -1
+	opt.Phase = func(p snap.Phase) {
+		mu.Lock()
+		defer mu.Unlock()
+		n, max = 0, p.Total
+		bar.Reset()
+		bar.ChangeMax(p.Total)
+		bar.Describe(what + ": " + p.What + " " + p.Worker)
+		_ = bar.RenderBlank() // the total at once, however quick the walk
+	}
+	opt.Progress = func(k int) {
+		mu.Lock()
+		defer mu.Unlock()
+		n += k
+		if max >= 0 && n > max { // an estimate outgrown: the store grew
+			max = n + n/10
+			bar.ChangeMax(max)
+		}
+		bar.Add(k)
+	}
+	return func() { bar.Finish(); bar.Clear() }
 }
 
 func printChanges(w io.Writer, cs []snap.Change, asJSON bool) error {

@@ -57,11 +57,9 @@ func (c *RestoreCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	var done func()
+	done := func() {}
 	if !c.DryRun {
-		opt.Progress, done = progress(env, "restore "+c.Worker, -1)
-	} else {
-		done = func() {}
+		done = progress(env, &opt, "restore")
 	}
 	r, err := snap.Restore(env.Ctx, w, snap.RestoreOptions{Options: opt, From: from, Channel: channel, DryRun: c.DryRun, Force: c.Force})
 	done()

@@ -31,7 +31,9 @@ func (c *SweepCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
+	done := progress(env, &opt, "sweep")
 	results, err := snap.Sweep(env.Ctx, h, c.Workers, opt)
+	done()
 	var fails cli.Failures
 	for _, r := range results {
 		if r.Err != nil {

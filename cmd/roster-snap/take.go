@@ -63,8 +63,7 @@ func (c *TakeCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	var done func()
-	opt.Progress, done = progress(env, "snapshot "+c.Worker, -1)
+	done := progress(env, &opt, "snapshot")
 	r, err := snap.Take(env.Ctx, w, opt)
 	done()
 	if err != nil {

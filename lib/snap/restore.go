@@ -117,6 +117,11 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 	if reuse {
 		sg.pre, sg.preIdx = pre, liveIdx
 	}
+	total := 0
+	for i := range trees {
+		total += len(trees[i].entries)
+	}
+	opt.phase(s.w.Name, "restoring", total)
 	if err := s.stageAll(sg, trees, from, reuse, opt.Progress); err != nil {
 		return res, err
 	}

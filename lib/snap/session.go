@@ -31,6 +31,23 @@ type Options struct {
 	Wait     time.Duration // for the store lock (0 = DefaultWait; fsx.Forever)
 	Now      func() time.Time
 	Progress func(n int) // called as entries are walked (nil: nothing)
+	// Phase is called as each walk starts (nil: nothing): a progress
+	// display restarts its count there, with the walk's total (an
+	// estimate for a take: the previous snapshot's entries; -1: unknown).
+	Phase func(Phase)
+}
+
+// Phase is one walk of a take or a restore, for progress.
+type Phase struct {
+	Worker string
+	What   string // "checking" (is anything changed?), "copying" (a take), "restoring"
+	Total  int    // entries expected; -1: unknown
+}
+
+func (o *Options) phase(worker, what string, total int) {
+	if o.Phase != nil {
+		o.Phase(Phase{Worker: worker, What: what, Total: total})
+	}
 }
 
 func (o *Options) now() time.Time {

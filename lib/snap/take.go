@@ -71,7 +71,12 @@ func (s *session) take(ctx context.Context, opt *Options, label string, force bo
 		return nil, err
 	}
 	rec := s.readRecord()
+	total := -1
+	if res.Prev != "" {
+		total = len(prev.Entries)
+	}
 	if !force && res.Prev != "" {
+		opt.phase(s.w.Name, "checking", total)
 		changed, err := s.scan(roots, byPath, rec, res.Prev, opt.Progress)
 		if err != nil {
 			return nil, err
@@ -98,6 +103,7 @@ func (s *session) take(ctx context.Context, opt *Options, label string, force bo
 			removeAt(s.snaps, partial) // best effort; the next run cleans up too
 		}
 	}()
+	opt.phase(s.w.Name, "copying", total)
 	walk, err := s.build(roots, partial, res.Prev, byPath, rec, opt.Progress)
 	if err != nil {
 		return nil, err
