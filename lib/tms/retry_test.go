@@ -94,3 +94,31 @@ func TestTemplateEnableHasNoCatchUpBurst(t *testing.T) {
 		t.Fatalf("last = %+v, want the fired task, pending", l)
 	}
 }
+
+// TestSetCannotResetRetries: a worker's set never changes a task's
+// retries or the retries used (it could retry a failing task forever): a
+// new value is refused, an omitted one keeps the old.
+func TestSetCannotResetRetries(t *testing.T) {
+	p, _ := open(t, newHome(t, "dobby"), "dobby")
+	a := mustAdd(t, p, NewTask{Text: "a", Retries: 2})
+	run := claim(t, p, a.ID)
+	p.Attest(ctx, a.ID, run, runs.Evidence{Exit: 1, Report: "fail"})
+	for _, c := range []struct {
+		edit    func(*Task)
+		refused bool
+	}{{func(x *Task) { x.Retried = 0 }, false}, {func(x *Task) { x.Retries = 50 }, true}, {func(x *Task) { x.Retried = 2 }, true}} {
+		in := schedule(t, p)
+		for i := range in.Tasks {
+			if in.Tasks[i].ID == a.ID {
+				c.edit(&in.Tasks[i])
+			}
+		}
+		_, err := set(t, p, in)
+		if c.refused {
+			refusals(t, err)
+		}
+		if got, _ := p.Get(ctx, a.ID); got.Retried != 1 || got.Retries != 2 {
+			t.Fatalf("after a set: retries %d, retried %d; want 2, 1", got.Retries, got.Retried)
+		}
+	}
+}

@@ -107,6 +107,7 @@ func taskFieldChange(old, in *Task) string {
 		{"refiled_from", in.RefiledFrom, old.RefiledFrom}, {"filed_by", in.FiledBy, old.FiledBy},
 		{"last_run", in.LastRun, old.LastRun}, {"ceiling", in.Ceiling, old.Ceiling},
 		{"channel", in.Channel, old.Channel},
+		{"retries", in.Retries, old.Retries}, {"retried", in.Retried, old.Retried},
 	}
 	for _, c := range checks {
 		if !zeroOrEqual(c.in, c.old) {
