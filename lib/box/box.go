@@ -94,6 +94,13 @@ func launch(ctx context.Context, s *Spec, briefing []byte, io Stdio, gate chan e
 		RemoveScratch(s.Run)
 		return nil, err
 	}
+	// The box's cgroup path is fixed now: the supervisor may leave for its
+	// own, bounded by host_memory, without the box following it (hostcg.go).
+	if _, err := JoinHostCgroup(s.HostCgroup, s.HostMemory); err != nil {
+		c.Destroy()
+		RemoveScratch(s.Run)
+		return nil, err
+	}
 	// pid 1 exits 128+N when a signal N killed the command, which the
 	// command could also have chosen: it says which on this pipe (its fd
 	// 3, close-on-exec inside the box, so the command never has it).

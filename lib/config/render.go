@@ -127,6 +127,7 @@ func RenderWorker(n NewWorker) ([]byte, error) {
 	line(n.Network != "", "network", quote(orDefault(n.Network, DefaultNetwork)), `"gateway" (only the gateway), "none" (loopback only) or "host"`)
 	line(false, "pass_env", "[]", "host environment variables handed into the box")
 	line(false, "memory", quote(DefaultMemory), "cgroup memory limit (K, M, G, T: powers of 1024)")
+	line(false, "host_memory", quote(DefaultHostMemory), "the supervisor's own cgroup bound (host-side work)")
 	line(false, "pids", strconv.Itoa(DefaultPids), "cgroup pids limit")
 	line(false, "cpus", "1.0", "cgroup CPU quota, in cores")
 	line(false, "idle", quote(DefaultIdle), "end a box silent for this long")

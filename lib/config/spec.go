@@ -34,6 +34,7 @@ type Worker struct {
 		Allow     []string // CONNECT / http targets (ValidGrant)
 	}
 	Memory      int64 // bytes
+	HostMemory  int64 // host_memory: the supervisor's own cgroup bound, bytes
 	Pids        int64
 	CPUs        float64
 	Idle        time.Duration // 0 = "off"
@@ -58,6 +59,7 @@ const (
 	DefaultConcurrency = 1
 	DefaultNetwork     = "gateway"
 	DefaultMemory      = "2G"
+	DefaultHostMemory  = "512M"
 	DefaultPids        = 512
 	DefaultCPUs        = 1.0
 	DefaultIdle        = Off
@@ -73,6 +75,7 @@ type workerFile struct {
 	Network     string   `toml:"network"`
 	PassEnv     []string `toml:"pass_env"`
 	Memory      any      `toml:"memory"`
+	HostMemory  any      `toml:"host_memory"`
 	Pids        int64    `toml:"pids"`
 	CPUs        float64  `toml:"cpus"`
 	Idle        string   `toml:"idle"`
@@ -184,7 +187,7 @@ var reservedAt = map[string]bool{"store": true, "self": true, "channel": true}
 // names the same first one.
 func ParseWorker(name, file string, data []byte) (*Worker, error) {
 	f := workerFile{Heartbeat: DefaultHeartbeat, Concurrency: DefaultConcurrency, Network: DefaultNetwork,
-		Memory: DefaultMemory, Pids: DefaultPids, CPUs: DefaultCPUs, Idle: DefaultIdle}
+		Memory: DefaultMemory, HostMemory: DefaultHostMemory, Pids: DefaultPids, CPUs: DefaultCPUs, Idle: DefaultIdle}
 	if err := decodeStrict(data, &f); err != nil {
 		return nil, decodeError(file, err)
 	}
@@ -342,6 +345,12 @@ func (sp *specParse) limits() error {
 	}
 	if w.Memory < 1<<20 {
 		return bad("memory", "must be at least 1M")
+	}
+	if w.HostMemory, err = sizeValue(f.HostMemory); err != nil {
+		return bad("host_memory", err.Error())
+	}
+	if w.HostMemory < 32<<20 {
+		return bad("host_memory", "must be at least 32M (the supervisor itself needs some)")
 	}
 	if f.Pids < 1 {
 		return bad("pids", "must be 1 or more")
