@@ -72,13 +72,21 @@ func (p *Partition) ResolveGate(ctx context.Context, id, gate, decision, why str
 // filing the continuation if a gate asked to wake; it returns the
 // continuation's id, if any.
 func (t *txn) completeGated(id string) (string, error) {
-	task := t.f.Task(id)
+	orig := cloneTask(*t.f.Task(id))
+	if _, err := t.finish(id, Completed, EvCompleted, orig.LastRun, ByOwner, ReasonLastGate, nil); err != nil {
+		return "", err
+	}
+	return t.fileContinuation(orig)
+}
+
+// ReasonLastGate is the reason of the completion a gate resolution makes.
+const ReasonLastGate = "last gate resolved"
+
+// fileContinuation files orig's continuation if one of its gates asked to
+// wake; it returns the continuation's id, if any.
+func (t *txn) fileContinuation(orig Task) (string, error) {
 	cont := ""
 	{
-		orig := cloneTask(*task)
-		if _, err := t.finish(id, Completed, EvCompleted, orig.LastRun, ByOwner, "last gate resolved", nil); err != nil {
-			return "", err
-		}
 		wake := false
 		var b strings.Builder
 		fmt.Fprintf(&b, "Continue task %s now that its gates are decided.\n\nThe task was:\n%s\n\nGate outcomes:\n", orig.ID, orig.Text)

@@ -335,6 +335,12 @@ func TestEveryWriterKilledAnywhereLosesNothing(t *testing.T) {
 // appended, completed not yet) is finished by the next writer: the task
 // completes, the continuation is filed, once.
 func TestTornGateResolutionIsFinishedByTheNextWriter(t *testing.T) {
+	for _, tornAt := range []string{EvGateResolved, EvCompleted} {
+		t.Run(tornAt, func(t *testing.T) { tornGate(t, tornAt) })
+	}
+}
+
+func tornGate(t *testing.T, tornAt string) {
 	p, _ := open(t, newHome(t, "dobby"), "dobby")
 	a := mustAdd(t, p, NewTask{Text: "a"})
 	run := claim(t, p, a.ID)
@@ -348,13 +354,13 @@ func TestTornGateResolutionIsFinishedByTheNextWriter(t *testing.T) {
 	if _, err := p.ResolveGate(ctx, a.ID, "g1", "approve", ""); err != nil {
 		t.Fatal(err)
 	}
-	// Tear it: keep the journal up to the gate-resolved line, and the
-	// tasks.json of before the change.
+	// Tear it: keep the journal up to the gate-resolved line (or the
+	// completed one), and the tasks.json of before the change.
 	data, _ := os.ReadFile(p.W.Journal())
 	var keep []byte
 	for _, raw := range fsx.SplitLines(data) {
 		keep = append(append(keep, raw...), '\n')
-		if l, _ := DecodeLine(raw); l.Event == EvGateResolved {
+		if l, _ := DecodeLine(raw); l.Event == tornAt {
 			break
 		}
 	}

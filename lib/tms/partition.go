@@ -273,15 +273,36 @@ func (t *txn) rollForward() error {
 // journal's end. The rest of that change is made and appended now, under
 // the same lock hold, before anything else reads the partition.
 func (t *txn) finishTornGate(last *Line) error {
-	if last == nil || last.Event != EvGateResolved {
+	switch {
+	case last == nil:
+		return nil
+	case last.Event == EvGateResolved:
+		task := t.f.Task(last.Task)
+		if task == nil || task.State != NeedsReview || pendingGates(task) > 0 {
+			return nil
+		}
+		if _, err := t.completeGated(task.ID); err != nil {
+			return err
+		}
+	case last.Event == EvCompleted && last.Reason == ReasonLastGate:
+		// Torn after the completion: the continuation, if a gate woke.
+		var orig *Task
+		for _, r := range last.Records {
+			if r.Task != nil && r.Task.ID == last.Task {
+				orig = r.Task
+			}
+		}
+		if orig == nil {
+			return nil
+		}
+		if _, err := t.fileContinuation(cloneTask(*orig)); err != nil {
+			return err
+		}
+	default:
 		return nil
 	}
-	task := t.f.Task(last.Task)
-	if task == nil || task.State != NeedsReview || pendingGates(task) > 0 {
+	if len(t.out) == 0 {
 		return nil
-	}
-	if _, err := t.completeGated(task.ID); err != nil {
-		return err
 	}
 	for _, b := range t.out {
 		if err := fsx.AppendLine(t.j, b); err != nil {
