@@ -235,7 +235,7 @@ func (t *txn) syncHeartbeat() error {
 	what := "created"
 	if i >= 0 {
 		cur := t.f.Templates[i]
-		want.Cursor = cur.Cursor
+		want.Cursor, want.Last = cur.Cursor, cur.Last
 		if cur.Cron == want.Cron && cur.System && cur.Text == want.Text && cur.Standing == want.Standing &&
 			cur.By == want.By && cur.CatchUp == want.CatchUp && cur.Overlap == want.Overlap &&
 			cur.Window == "" && cur.Ceiling == "" && cur.Priority == 0 && cur.Channel == "" {
