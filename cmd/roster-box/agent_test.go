@@ -328,11 +328,17 @@ func testInteractiveAgent(t *testing.T, name string) {
 		}
 	}
 	// ctrl+d on an empty editor: pi exits at once, Claude Code asks for a
-	// second one; it is sent again each second until the run ends.
+	// second one within a short window ("Press Ctrl-D again to exit"), so
+	// each second a pair is sent, 150 ms apart, until the run ends.
 	var code int
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	m.Write([]byte{4})
+	ctrlD := func() {
+		m.Write([]byte{4})
+		time.Sleep(150 * time.Millisecond)
+		m.Write([]byte{4})
+	}
+	ctrlD()
 wait:
 	for {
 		select {
@@ -343,7 +349,7 @@ wait:
 				m.Write([]byte{3, 3})
 				t.Fatalf("ctrl+d did not end the TUI:\n%q", out.String())
 			}
-			m.Write([]byte{4})
+			ctrlD()
 		}
 	}
 	if code != 0 {
