@@ -825,3 +825,47 @@ roster-task complete`)
 		t.Fatalf("the runs saw: %s %q, %s %q, %s %q", a, seen(a), b, seen(b), c, seen(c))
 	}
 }
+
+// TestOrphanedRunIsReapedAtStart: an ad-hoc run's supervisor killed -9
+// leaves its container and a run.json with no end, and no claim refers to
+// it (the same as a supervisor killed after attesting): the next
+// dispatcher reaps it, so the container is destroyed and the end recorded.
+func TestOrphanedRunIsReapedAtStart(t *testing.T) {
+	e := newEnv(t, "")
+	e.worker("dobby", "true")
+	c := e.cmd("roster-box", "run", "dobby", "--", "sleep", "1000")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var b runs.BoxInfo
+	eventually(t, "a live ad-hoc box", func() bool {
+		live, _ := runs.LiveBoxes(e.h.Worker("dobby"))
+		if len(live) == 1 {
+			b = live[0]
+		}
+		return len(live) == 1 && containerExists(b.Run)
+	})
+	c.Process.Kill()
+	c.Wait()
+	if rec, _ := runs.ReadRecord(e.h.Worker("dobby").Run(b.Run)); rec == nil || rec.EndedAt != nil || !containerExists(b.Run) {
+		t.Fatalf("not an orphan: record %+v, container running %v", rec, containerExists(b.Run))
+	}
+	d := e.start("--until-idle")
+	if code := d.wait(t, 2*time.Minute); code != 0 {
+		t.Fatalf("exit %d\n%s", code, d.logText())
+	}
+	if containerExists(b.Run) {
+		t.Fatalf("the orphan's container is still running\n%s", d.logText())
+	}
+	rec, err := runs.ReadRecord(e.h.Worker("dobby").Run(b.Run))
+	if err != nil || rec.EndedAt == nil || rec.Ended != "error" || !strings.Contains(d.logText(), "reaped a run whose supervisor died unrecorded") {
+		t.Fatalf("record %+v %v\n%s", rec, err, d.logText())
+	}
+}
+
+// containerExists reports whether libcontainer still keeps state for run's
+// container (reap destroys it).
+func containerExists(run string) bool {
+	_, err := os.Stat(filepath.Join(home.ContainerRoot, home.ContainerID(run)))
+	return err == nil
+}

@@ -30,7 +30,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	d.log.Info("dispatcher started", "home", d.h.Dir, "pid", os.Getpid(), "watch", w != nil)
 	d.Reclaim(ctx)
-	lastReclaim := time.Now()
+	d.ReapOrphans(ctx)
+	lastReclaim, lastOrphans := time.Now(), time.Now()
 	for {
 		if ctx.Err() != nil {
 			d.log.Info("stopping; live boxes keep running")
@@ -44,6 +45,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		if d.childExited.Swap(false) || time.Since(lastReclaim) >= ReclaimEvery {
 			d.Reclaim(ctx)
 			lastReclaim = time.Now()
+		}
+		if time.Since(lastOrphans) >= OrphansEvery {
+			d.ReapOrphans(ctx)
+			lastOrphans = time.Now()
 		}
 		d.maybeDaily(ctx)
 		d.logAdoptedEnds()

@@ -1,0 +1,85 @@
+package dispatch
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/runs"
+)
+
+// OrphanWindow is how far back ReapOrphans looks (by run id, which is the
+// run's start): a run older than this whose supervisor died unrecorded was
+// seen by an earlier pass.
+const OrphanWindow = 7 * 24 * time.Hour
+
+// OrphansEvery is how often the loop looks for orphaned runs (and once at
+// its start): they cost no task, only an unrecorded end and maybe a
+// leftover container.
+const OrphansEvery = 10 * time.Minute
+
+// ReapOrphans finds runs whose supervisor is gone without recording the
+// run's end and that no claim refers to any more — a supervisor killed
+// after attesting its task (the claim is released there), or an ad-hoc
+// run's supervisor killed — and reaps them with `roster-box reap RUN`,
+// which destroys a container that outlived it and records the end.
+// Claimed tasks' runs are Reclaim's. It returns the runs it reaped.
+func (d *Dispatcher) ReapOrphans(ctx context.Context) []string {
+	org := d.loadOrg()
+	if org == nil {
+		return nil
+	}
+	all, served, err := d.workers()
+	if err != nil {
+		return nil
+	}
+	now := d.clock.Now()
+	var reaped []string
+	for _, w := range all {
+		if !served[w] {
+			continue
+		}
+		p, _, err := d.open(org, w)
+		if err != nil {
+			continue
+		}
+		claimed := map[string]bool{}
+		if f, err := p.Read(ctx); err == nil {
+			for _, t := range f.Tasks {
+				if t.Claim != nil {
+					claimed[t.Claim.Run] = true
+				}
+			}
+		} else {
+			continue // cannot tell which runs are claimed: leave them all to Reclaim
+		}
+		ents, err := os.ReadDir(p.W.Runs())
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			run := e.Name()
+			started, err := home.RunTime(run)
+			if err != nil || now.Sub(started) > OrphanWindow || claimed[run] || d.isOurChild(run) {
+				continue
+			}
+			dir := p.W.Run(run)
+			info, err := runs.ReadBoxInfo(dir)
+			if err != nil || info.Alive() {
+				continue // no box.json: it never started a box; alive: adopted or ad hoc, live
+			}
+			rec, err := runs.ReadRecord(dir)
+			if err != nil || rec.EndedAt != nil {
+				continue
+			}
+			if err := d.reap(ctx, run); err != nil {
+				d.log.Error("reap of an orphaned run failed", "worker", w, "run", run, "err", err)
+				continue
+			}
+			d.log.Warn("reaped a run whose supervisor died unrecorded", "worker", w, "run", run)
+			reaped = append(reaped, run)
+		}
+	}
+	return reaped
+}
