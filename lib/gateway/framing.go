@@ -85,7 +85,12 @@ func (f *framing) feed(p []byte) {
 		}
 		limit := maxFramingLine
 		if f.state == fHead {
-			f.head += len(chunk) + 1
+			// the head's bytes so far, its newlines counted once each
+			// whatever the reads split them into
+			f.head += len(chunk)
+			if i >= 0 {
+				f.head++
+			}
 			if f.head > f.maxHead {
 				f.stop(true) // net/http answers 431 and closes
 				return
