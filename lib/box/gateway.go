@@ -22,7 +22,7 @@ const (
 // the data tree (the runs/ history is mounted into every box of the
 // worker), under the root-only container root, mounted at /run/roster in
 // this run's box only.
-func gatewayDir(run string) string { return filepath.Join(home.ContainerRoot, "gw", run) }
+func gatewayDir(run string) string { return home.GatewayDir(run) }
 
 // RemoveGatewayDir deletes a run's gateway folder (after the run, or by reap).
 func RemoveGatewayDir(run string) error { return os.RemoveAll(gatewayDir(run)) }

@@ -22,7 +22,7 @@ var rootfsLinks = [][2]string{{"bin", "usr/bin"}, {"lib", "usr/lib"}, {"lib64", 
 // SharedRootfs returns the generated root, making it once (built beside and
 // renamed into place, so concurrent supervisors see it whole or not at all).
 func SharedRootfs(tools []string) (string, error) {
-	dst := filepath.Join(home.ContainerRoot, rootfsName)
+	dst := home.GeneratedRoot(rootfsName)
 	if _, err := os.Lstat(filepath.Join(dst, ".complete")); err == nil {
 		return dst, nil
 	}
@@ -70,7 +70,7 @@ func SharedRootfs(tools []string) (string, error) {
 // scratchDir is a run's host-side scratch folder outside the data tree:
 // the generated /etc and the $HOME/self folder. A reboot clears it.
 func scratchDir(run string) string {
-	return filepath.Join(home.ContainerRoot, "boxes", run)
+	return home.BoxScratch(run)
 }
 
 // RemoveScratch deletes a run's scratch folder (after Destroy, or by reap).

@@ -62,6 +62,13 @@ const ContainerRoot = "/run/roster"
 // ContainerID is the libcontainer id of a run's box.
 func ContainerID(run string) string { return "roster-" + run }
 
+// Under ContainerRoot, beside libcontainer's state: a run's scratch folder
+// (its generated /etc and ~/self), its gateway folder (the socket only its
+// box is given) and the shared generated root.
+func BoxScratch(run string) string     { return filepath.Join(ContainerRoot, "boxes", run) }
+func GatewayDir(run string) string     { return filepath.Join(ContainerRoot, "gw", run) }
+func GeneratedRoot(name string) string { return filepath.Join(ContainerRoot, name) }
+
 // Worker returns the paths of worker name's folder. It does not check the
 // name; callers validate names that come from outside with ValidWorker.
 func (h Home) Worker(name string) Worker {
