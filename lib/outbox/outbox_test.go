@@ -47,9 +47,11 @@ func serve(ctx context.Context, r *Reader, got chan<- Entry) {
 func TestSubmitGetsTheHostsOutcome(t *testing.T) {
 	dir, r := newOutbox(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	got := make(chan Entry, 10)
-	go serve(ctx, r, got)
+	served := make(chan struct{})
+	go func() { serve(ctx, r, got); close(served) }()
+	// The server stops before the cleanup closes r (a Poll racing Close).
+	defer func() { cancel(); <-served }()
 	for i := 1; i <= 3; i++ {
 		o, err := Submit(ctx, dir, &Action{Kind: KindFile, Text: "do a thing"})
 		if err != nil {
