@@ -73,12 +73,7 @@ func agentFixture(t *testing.T, name string, script fakemodel.Script) (*fixture,
 	if err := os.WriteFile(f.h.OrgFile(), []byte(org), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(f.h.Vault(), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(f.h.Vault(), "anthropic"), []byte(agentKey+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	putVaultKey(t, f, "anthropic", agentKey)
 	return f, srv
 }
 

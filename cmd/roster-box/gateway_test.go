@@ -67,13 +67,20 @@ func gatewayFixture(t *testing.T, specExtra string) (*fixture, *upstream) {
 	if err := os.WriteFile(f.h.OrgFile(), []byte(org), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	putVaultKey(t, f, "anthropic", realKey)
+	return f, u
+}
+
+// putVaultKey puts key into the home's vault for provider, as `roster key
+// put` leaves it (folder 0700, file 0600).
+func putVaultKey(t *testing.T, f *fixture, provider, key string) {
+	t.Helper()
 	if err := os.MkdirAll(f.h.Vault(), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(f.h.Vault(), "anthropic"), []byte(realKey+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(f.h.Vault(), provider), []byte(key+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return f, u
 }
 
 // TestGatewayBoxReachesTheModelWithoutTheKey: a box with the default
