@@ -178,7 +178,8 @@ func (s *session) forgetIn(id, tree, enc string, dry bool) (int, bool, error) {
 	return removed, true, nil
 }
 
-// recount is h with its counts made those of entries, as take counts them.
+// recount is h with its counts made those of entries: a take counts its
+// walk with it, and forget the manifest it rewrites.
 func recount(h Header, entries []Entry) Header {
 	h.Entries, h.Files, h.Bytes, h.Skipped, h.Unstable = len(entries), 0, 0, 0, 0
 	seen := map[int]bool{}

@@ -127,25 +127,7 @@ func (s *session) take(ctx context.Context, opt *Options, label string, force bo
 		res.Unchanged = true
 		return res, nil
 	}
-	h := Header{Format: ManifestFormat, ID: id, TakenAt: opt.now().UTC(), Label: label, Prev: res.Prev,
-		Entries: len(walk.entries)}
-	seen := map[int]bool{}
-	for i := range walk.entries {
-		e := &walk.entries[i]
-		switch {
-		case e.Type == TypeFile:
-			h.Files++
-			if e.Group == 0 || !seen[e.Group] {
-				h.Bytes += e.Size
-				seen[e.Group] = e.Group != 0
-			}
-		case special(e.Type):
-			h.Skipped++
-		}
-		if e.Unstable {
-			h.Unstable++
-		}
-	}
+	h := recount(Header{Format: ManifestFormat, ID: id, TakenAt: opt.now().UTC(), Label: label, Prev: res.Prev}, walk.entries)
 	m := &Manifest{Header: h, Entries: walk.entries}
 	if err := s.finish(partial, id, m, changes); err != nil {
 		return nil, err
