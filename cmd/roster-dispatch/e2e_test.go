@@ -843,7 +843,7 @@ func TestOrphanedRunIsReapedAtStart(t *testing.T) {
 		if len(live) == 1 {
 			b = live[0]
 		}
-		return len(live) == 1 && containerExists(b.Run)
+		return len(live) == 1 && containerStarted(b.Run)
 	})
 	c.Process.Kill()
 	c.Wait()
@@ -863,9 +863,16 @@ func TestOrphanedRunIsReapedAtStart(t *testing.T) {
 	}
 }
 
-// containerExists reports whether libcontainer still keeps state for run's
-// container (reap destroys it).
+// containerExists reports whether libcontainer keeps a folder for run's
+// container (reap removes it).
 func containerExists(run string) bool {
-	_, err := os.Stat(filepath.Join(home.ContainerRoot, home.ContainerID(run)))
+	_, err := os.Stat(home.ContainerDir(run))
+	return err == nil
+}
+
+// containerStarted reports whether run's container has been started
+// (libcontainer writes its state.json then).
+func containerStarted(run string) bool {
+	_, err := os.Stat(filepath.Join(home.ContainerDir(run), "state.json"))
 	return err == nil
 }

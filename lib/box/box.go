@@ -328,6 +328,10 @@ func Reap(run string) (bool, error) {
 	c, err := libcontainer.Load(home.ContainerRoot, home.ContainerID(run))
 	if err != nil {
 		if errors.Is(err, libcontainer.ErrNotExist) || errors.Is(err, os.ErrNotExist) {
+			// A supervisor killed between making its container and
+			// starting it leaves a state folder with no state: nothing
+			// runs in it, and nobody else will remove it.
+			os.RemoveAll(home.ContainerDir(run))
 			return false, nil
 		}
 		return false, err

@@ -65,6 +65,7 @@ func ContainerID(run string) string { return "roster-" + run }
 // Under ContainerRoot, beside libcontainer's state: a run's scratch folder
 // (its generated /etc and ~/self), its gateway folder (the socket only its
 // box is given) and the shared generated root.
+func ContainerDir(run string) string   { return filepath.Join(ContainerRoot, ContainerID(run)) }
 func BoxScratch(run string) string     { return filepath.Join(ContainerRoot, "boxes", run) }
 func GatewayDir(run string) string     { return filepath.Join(ContainerRoot, "gw", run) }
 func GeneratedRoot(name string) string { return filepath.Join(ContainerRoot, name) }
