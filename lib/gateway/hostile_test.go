@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -306,5 +307,34 @@ func TestLedgerIsCapped(t *testing.T) {
 	}
 	if sum, _ := r.g.Summary(); sum.Requests != 50 {
 		t.Fatalf("summary counts every request: %+v", sum)
+	}
+}
+
+// A ledger left with a torn last line (a write cut short by a kill -9) is
+// truncated after its last whole line when opened again, so the next line
+// starts on a line of its own; whole lines are kept.
+func TestLedgerOpenDropsTornTail(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{`{"seq":1}` + "\n", `{"seq":1}` + "\n"},
+		{`{"seq":1}` + "\n" + `{"seq":2,"ki`, `{"seq":1}` + "\n"},
+		{`{"seq":1,"ki`, ""},
+		{`{"seq":1}` + "\n" + strings.Repeat("x", 200<<10), `{"seq":1}` + "\n"},
+	} {
+		p := filepath.Join(t.TempDir(), "gateway.jsonl")
+		if err := os.WriteFile(p, []byte(tc.in), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		l, err := openLedger(p, 0, time.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.close(); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(p)
+		if string(got) != tc.want {
+			t.Fatalf("%.40q: left %.40q, want %q", tc.in, got, tc.want)
+		}
 	}
 }

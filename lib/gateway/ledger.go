@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -17,9 +18,12 @@ const DefaultLedgerMax = 8 << 20
 // ledger appends runs/RUN/gateway.jsonl. Lines are handed to one writer
 // goroutine that writes what has queued up in one write and fsyncs it
 // (group commit): every line is durable shortly after its request ended,
-// and a burst of requests costs one fsync, not one each. A kill -9 loses
-// at most the lines not yet written, never tears one (each write holds
-// whole lines).
+// and a burst of requests costs one fsync, not one each. Each write holds
+// whole lines, but a kill -9 can still cut the write in flight short at a
+// page boundary (the kernel stops a write when a fatal signal is
+// pending): the last line may then be torn, which readers
+// (runs.ScanLedger) report as torn and never decode, and which the next
+// opening of the ledger truncates (layout.md's rule for appended files).
 type ledger struct {
 	mu     sync.Mutex // orders seq with the queue
 	seq    int64
@@ -41,11 +45,15 @@ func openLedger(path string, max int64, now func() time.Time) (*ledger, error) {
 		l.max = DefaultLedgerMax
 	}
 	if path != "" {
-		fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+		fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 		if err != nil {
 			return nil, fmt.Errorf("gateway ledger: %w", &os.PathError{Op: "open", Path: path, Err: err})
 		}
 		l.f = os.NewFile(uintptr(fd), path)
+		if err := dropTornTail(l.f); err != nil {
+			l.f.Close()
+			return nil, fmt.Errorf("gateway ledger: %w", err)
+		}
 		if st, err := l.f.Stat(); err == nil {
 			l.written = st.Size()
 		}
@@ -139,4 +147,36 @@ func (l *ledger) close() error {
 		}
 	}
 	return l.err
+}
+
+// dropTornTail truncates f after its last newline when its last byte is
+// not one (a write cut short by a kill -9), so that appends start on a
+// line of their own.
+func dropTornTail(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return err
+	}
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], st.Size()-1); err != nil {
+		return err
+	}
+	if b[0] == '\n' {
+		return nil
+	}
+	const chunk = 64 << 10
+	buf := make([]byte, chunk)
+	end := st.Size()
+	for end > 0 {
+		off := max(end-chunk, 0)
+		n, err := f.ReadAt(buf[:end-off], off)
+		if err != nil && n < int(end-off) {
+			return err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return f.Truncate(off + int64(i) + 1)
+		}
+		end = off
+	}
+	return f.Truncate(0)
 }
