@@ -19,11 +19,15 @@ func (c *LsCmd) Run(g *cli.Globals, env *cli.Env) error {
 }
 
 func list(g *cli.Globals, env *cli.Env, name string, asJSON bool) error {
-	_, w, err := worker(g, name)
+	h, w, err := worker(g, name)
 	if err != nil {
 		return err
 	}
-	infos, err := snap.List(env.Ctx, w)
+	opt, err := options(h, env, 0)
+	if err != nil {
+		return err
+	}
+	infos, err := snap.List(env.Ctx, w, opt)
 	if err != nil {
 		return err
 	}
@@ -40,6 +44,9 @@ func list(g *cli.Globals, env *cli.Env, name string, asJSON bool) error {
 		label := in.Label
 		if in.Pinned {
 			label = strings.TrimPrefix(label+", pinned", ", ")
+		}
+		if in.Daily {
+			label = strings.TrimPrefix(label+", daily", ", ")
 		}
 		if label == "" {
 			label = "-"

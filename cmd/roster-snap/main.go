@@ -75,7 +75,8 @@ func options(h home.Home, env *cli.Env, wait time.Duration) (snap.Options, error
 	case wait == 0:
 		wait = snap.NoWait // one try, then exit 11
 	}
-	return snap.Options{Keep: org.Storage.Snapshots, UndoDays: org.Storage.UndoDays, MinFree: org.Storage.MinFree, Wait: wait}, nil
+	return snap.Options{Keep: org.Storage.Snapshots, Daily: org.Storage.Daily, Zone: org.Zone(),
+		UndoDays: org.Storage.UndoDays, MinFree: org.Storage.MinFree, Wait: wait}, nil
 }
 
 // progress draws a bar on stderr only when stderr is a terminal.

@@ -13,6 +13,7 @@ import (
 type PruneCmd struct {
 	Worker string        `arg:"" help:"The worker."`
 	Keep   *int          `name:"keep" placeholder:"N" help:"Snapshots to keep (default: store.snapshots from org.toml); the newest is always kept."`
+	Daily  *int          `name:"daily" placeholder:"D" help:"Also keep the newest snapshot of each of the last D local days with one (default: store.daily)."`
 	Wait   time.Duration `name:"wait" default:"60s" placeholder:"DUR" help:"Wait at most this long for the store lock, then exit 11."`
 	JSON   bool          `name:"json" help:"One JSON object per pruned snapshot."`
 }
@@ -32,6 +33,12 @@ func (c *PruneCmd) Run(g *cli.Globals, env *cli.Env) error {
 			return errs.New(errs.ErrUsage, fmt.Sprintf("--keep %d: must be 0 or more", *c.Keep))
 		}
 		keep = *c.Keep
+	}
+	if c.Daily != nil {
+		if *c.Daily < 0 {
+			return errs.New(errs.ErrUsage, fmt.Sprintf("--daily %d: must be 0 or more", *c.Daily))
+		}
+		opt.Daily = *c.Daily
 	}
 	pruned, err := snap.Prune(env.Ctx, w, keep, opt)
 	for _, id := range pruned {

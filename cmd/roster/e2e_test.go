@@ -7,11 +7,15 @@ package main
 // Custom commands:
 //   exits N cmd args...   run cmd, require exit status N (stdout/stderr kept
 //                         for the stdout/stderr assertions that follow)
+//   snaptake-at AGO W FILE  take a snapshot of worker W of $ROSTER_HOME as if
+//                         the clock read AGO (a duration) earlier, as lib/snap's
+//                         injectable clock allows; its id goes to FILE
 //
 // Conditions: [root] (running as root; CI is root, so [!root] skip is only
 // for developers' machines).
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -20,10 +24,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/roster-sh/roster/internal/testbin"
+	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/snap"
 )
 
 var binDir string
@@ -57,7 +64,8 @@ func Params(dir string) testscript.Params {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits": cmdExits,
+			"exits":       cmdExits,
+			"snaptake-at": cmdSnapTakeAt,
 		},
 		Condition: func(cond string) (bool, error) {
 			switch cond {
@@ -93,6 +101,26 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("exits: %s: exit status %d, want %d", strings.Join(args[1:], " "), got, want)
 	}
+}
+
+func cmdSnapTakeAt(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: snaptake-at AGO WORKER FILE")
+	}
+	ago, err := time.ParseDuration(args[0])
+	if err != nil {
+		ts.Fatalf("snaptake-at: %v", err)
+	}
+	at := time.Now().Add(-ago)
+	w := home.Home{Dir: ts.Getenv("ROSTER_HOME")}.Worker(args[1])
+	r, err := snap.Take(context.Background(), w, snap.Options{Keep: 1000, Now: func() time.Time { return at }})
+	if err != nil {
+		ts.Fatalf("snaptake-at: %v", err)
+	}
+	if r.ID == "" {
+		ts.Fatalf("snaptake-at: nothing changed, no snapshot")
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[2]), []byte(r.ID+"\n"), 0o644))
 }
 
 func TestScripts(t *testing.T) {

@@ -31,6 +31,7 @@ import (
 type Org struct {
 	Storage struct {
 		Snapshots int   // store.snapshots: complete snapshots kept per worker; 0 disables snapshots
+		Daily     int   // store.daily: also the newest snapshot of each of the last N local days with one
 		UndoDays  int   // store.undo_days: pre-restore snapshots kept this long; 0 = until removed by hand
 		MinFree   int64 // store.min_free, bytes (and MinFree/InodeBytes free inodes)
 		Max       int64 // store.max: one worker's snapshot in bytes, and inodes at one per InodeBytes; 0 = none
@@ -72,6 +73,7 @@ const InodeBytes = 4 << 10
 // Defaults (docs/layout.md, "org.toml").
 const (
 	DefaultSnapshots = 14
+	DefaultDaily     = 7
 	DefaultUndoDays  = 30
 	DefaultMinFree   = "1GiB"
 	DefaultRunsKeep  = 1000
@@ -131,6 +133,7 @@ type orgFile struct {
 	Storage struct {
 		Store struct {
 			Snapshots int `toml:"snapshots"`
+			Daily     int `toml:"daily"`
 			UndoDays  int `toml:"undo_days"`
 			MinFree   any `toml:"min_free"`
 			Max       any `toml:"max"`
@@ -180,6 +183,7 @@ func LoadOrg(h home.Home) (*Org, error) {
 func ParseOrg(file string, data []byte) (*Org, error) {
 	var f orgFile
 	f.Storage.Store.Snapshots = DefaultSnapshots
+	f.Storage.Store.Daily = DefaultDaily
 	f.Storage.Store.UndoDays = DefaultUndoDays
 	f.Storage.Store.MinFree = DefaultMinFree
 	f.Storage.Store.Max = ""
@@ -206,6 +210,10 @@ func ParseOrg(file string, data []byte) (*Org, error) {
 		return nil, bad("storage.store.snapshots", "must be 0 (no snapshots) or more")
 	}
 	o.Storage.Snapshots = f.Storage.Store.Snapshots
+	if f.Storage.Store.Daily < 0 {
+		return nil, bad("storage.store.daily", "must be 0 (no daily snapshots kept) or more")
+	}
+	o.Storage.Daily = f.Storage.Store.Daily
 	if f.Storage.Store.UndoDays < 0 {
 		return nil, bad("storage.store.undo_days", "must be 0 (keep until removed by hand) or more")
 	}

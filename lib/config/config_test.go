@@ -16,6 +16,7 @@ import (
 const fullOrg = `
 [storage]
 store.snapshots = 7
+store.daily = 3
 store.min_free = "512MiB"
 store.max = "20GiB"
 runs.keep = 50
@@ -47,6 +48,7 @@ func TestOrgEveryKeyParses(t *testing.T) {
 		got, want any
 	}{
 		{"store.snapshots", o.Storage.Snapshots, 7},
+		{"store.daily", o.Storage.Daily, 3},
 		{"store.min_free", o.Storage.MinFree, int64(512 << 20)},
 		{"store.max", o.Storage.Max, int64(20 << 30)},
 		{"runs.keep", o.Storage.RunsKeep, 50},
@@ -78,6 +80,7 @@ func TestOrgDefaults(t *testing.T) {
 		want := &Org{}
 		want.Storage.Snapshots = 14
 		want.Storage.UndoDays = 30
+		want.Storage.Daily = 7
 		want.Storage.MinFree = 1 << 30
 		want.Storage.RunsKeep = 1000
 		want.Dispatch.Cap = 3
@@ -154,6 +157,7 @@ func TestOrgBadValuesRefused(t *testing.T) {
 		{"[storage]\nstore.max = \"20GB\"\n", ":2: storage.store.max"},
 		{"[storage]\nstore.max = \"1K\"\n", ":2: storage.store.max: must be \"\" (no bound) or at least 4K"},
 		{"[storage]\nstore.max = -1\n", ":2: storage.store.max"},
+		{"[storage]\nstore.daily = -1\n", ":2: storage.store.daily: must be 0"},
 		{"[dispatch]\ncap = 0\n", ":2: dispatch.cap"},
 		{"[dispatch]\ncap = \"3\"\n", ":2: dispatch.cap: cannot use a string here (want an integer)"},
 		{"[dispatch]\npoll = \"2\"\n", "dispatch.poll"},

@@ -14,6 +14,9 @@ const DefaultOrgTOML = `# org.toml: settings for the whole roster home (see rost
 
 [storage]
 # store.snapshots = 14        # complete snapshots kept per worker; 0 disables snapshots
+# store.daily = 7             # also keep the newest snapshot of each of the last 7 local days
+#                             # that have one (the host zone's days), so a burst of runs
+#                             # cannot rotate away yesterday's state; 0 = none
 # store.undo_days = 30        # pre-restore snapshots (a restore's undo) are kept this long
 #                             # outside the rotation; 0 = until removed by hand
 # store.max = ""              # per-worker store bound in bytes and inodes (one per 4 KiB), e.g.

@@ -24,11 +24,15 @@ type Info struct {
 	Unstable int       `json:"unstable"`
 	Skipped  int       `json:"skipped"`
 	Pinned   bool      `json:"pinned"` // roster-snap pin: never rotated away
+	// Daily: kept only as the newest snapshot of its local day (store.daily),
+	// not as one of the newest store.snapshots, pinned or an undo.
+	Daily bool `json:"daily"`
 }
 
-// List describes worker w's complete snapshots, newest first. It takes
-// no lock: snapshots are only ever renamed into place whole.
-func List(ctx context.Context, w home.Worker) ([]Info, error) {
+// List describes worker w's complete snapshots, newest first, each as
+// the rotation under opt (Keep, Daily, Zone, UndoDays) would keep it. It
+// takes no lock: snapshots are only ever renamed into place whole.
+func List(ctx context.Context, w home.Worker, opt Options) ([]Info, error) {
 	s, err := open(ctx, w, noLock)
 	if err != nil {
 		return nil, err
@@ -42,17 +46,22 @@ func List(ctx context.Context, w home.Worker) ([]Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Info, 0, len(ids))
+	out := make([]Info, len(ids))
+	labels := make([]string, len(ids))
 	for i := len(ids) - 1; i >= 0; i-- {
 		h, err := s.checkShape(ids[i])
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v: %w", w.SnapshotManifest(ids[i]), err, ErrBadManifest)
 		}
+		labels[i] = h.Label
 		in := Info{ID: ids[i], Label: h.Label, TakenAt: h.TakenAt, Files: h.Files, Entries: h.Entries, Unstable: h.Unstable, Skipped: h.Skipped, Pinned: pinned[ids[i]]}
 		if err := s.usage(ids[i], &in); err != nil {
 			return nil, err
 		}
-		out = append(out, in)
+		out[len(ids)-1-i] = in
+	}
+	for i, why := range retain(ids, labels, pinned, opt.Keep, &opt) {
+		out[len(ids)-1-i].Daily = why == keptDaily
 	}
 	return out, nil
 }

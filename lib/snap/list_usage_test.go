@@ -34,7 +34,7 @@ func TestListOwnAndSharedCountDiskSpaceBytesApparent(t *testing.T) {
 	o := opts(10)
 	r1 := take(t, w, o)
 
-	infos, err := List(context.Background(), w)
+	infos, err := List(context.Background(), w, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestListOwnAndSharedCountDiskSpaceBytesApparent(t *testing.T) {
 
 	write(t, filepath.Join(s, "new"), "new", 0o644)
 	r2 := take(t, w, o)
-	infos, err = List(context.Background(), w)
+	infos, err = List(context.Background(), w, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,15 +8,82 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/home"
 )
 
-// prune keeps the newest keep complete snapshots. Neither counted nor
-// pruned: a pinned snapshot (Pin), a pre-restore snapshot younger than
-// opt.UndoDays (any age with 0: until removed by hand), and a pre-restore
-// snapshot newer than every ordinary one; the newest snapshot is never
-// pruned. Victims are renamed into .trash/ first, then deleted.
+// Why a snapshot survives a rotation (retain); a snapshot may have
+// several reasons.
+const (
+	keptNewest = 1 << iota // among the newest keep counted snapshots (the newest always)
+	keptDaily              // the newest of one of the last Daily local days with a counted snapshot
+	keptPinned             // roster-snap pin
+	keptUndo               // pre-restore: inside store.undo_days, or newer than every ordinary one
+)
+
+// retain decides the rotation of snapshots ids (oldest first) with their
+// labels and the pinned set: the reasons each is kept, 0 for a victim.
+// Neither counted nor pruned: a pinned snapshot, a pre-restore snapshot
+// younger than opt.UndoDays (any age with 0: until removed by hand), and a
+// pre-restore snapshot newer than every ordinary one. Of the rest, the
+// newest keep are kept, and the newest of each of the last opt.Daily local
+// days (opt.Zone's) that have one, counted as restic's and borg's
+// --keep-daily count them: days without a snapshot are not counted, so a
+// burst of runs after a quiet week still keeps the week before it. The
+// newest snapshot is never pruned.
+func retain(ids, labels []string, pinned map[string]bool, keep int, opt *Options) []int {
+	why := make([]int, len(ids))
+	newestOrdinary := ""
+	for i, id := range ids {
+		if labels[i] != LabelPreRestore {
+			newestOrdinary = id
+		}
+	}
+	zone := opt.Zone
+	if zone == nil {
+		zone = config.SystemZone()
+	}
+	counted, days := 0, 0
+	lastDay := ""
+	for i := len(ids) - 1; i >= 0; i-- {
+		id := ids[i]
+		if pinned[id] {
+			why[i] |= keptPinned
+		}
+		if labels[i] == LabelPreRestore && (id > newestOrdinary || undoKept(id, opt)) {
+			why[i] |= keptUndo
+		}
+		if why[i] != 0 {
+			continue
+		}
+		if counted < keep || i == len(ids)-1 {
+			why[i] |= keptNewest
+		}
+		counted++
+		if day := localDay(id, zone); day != lastDay {
+			lastDay = day
+			if days < opt.Daily {
+				why[i] |= keptDaily
+			}
+			days++
+		}
+	}
+	return why
+}
+
+// localDay is the local date (in zone) of snapshot id's time; an id that
+// is not a time is a day of its own.
+func localDay(id string, zone *time.Location) string {
+	at, err := home.SnapshotTime(id)
+	if err != nil {
+		return id
+	}
+	return at.In(zone).Format("2006-01-02")
+}
+
+// prune applies retain to the complete snapshots: the victims are renamed
+// into .trash/ first, then deleted.
 func (s *session) prune(keep int, opt *Options) ([]string, error) {
 	ids, err := s.ids()
 	if err != nil || len(ids) == 0 {
@@ -26,7 +93,6 @@ func (s *session) prune(keep int, opt *Options) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	newestOrdinary := ""
 	labels := make([]string, len(ids))
 	for i, id := range ids {
 		h, err := s.checkShape(id)
@@ -38,26 +104,15 @@ func (s *session) prune(keep int, opt *Options) ([]string, error) {
 				"look at "+home.SnapManifest+" of that snapshot; move the snapshot out of "+home.SnapshotsDir+"/ once it is understood")
 		}
 		labels[i] = h.Label
-		if labels[i] != LabelPreRestore {
-			newestOrdinary = id
-		}
-	}
-	var counted []string
-	for i, id := range ids {
-		if pinned[id] || labels[i] == LabelPreRestore && (id > newestOrdinary || undoKept(id, opt)) {
-			continue
-		}
-		counted = append(counted, id)
 	}
 	if keep < 0 {
 		keep = 0
 	}
-	if len(counted) <= keep {
-		return nil, nil
-	}
-	victims := counted[:len(counted)-keep]
-	if len(victims) > 0 && victims[len(victims)-1] == ids[len(ids)-1] {
-		victims = victims[:len(victims)-1] // never the newest
+	var victims []string
+	for i, why := range retain(ids, labels, pinned, keep, opt) {
+		if why == 0 {
+			victims = append(victims, ids[i])
+		}
 	}
 	if len(victims) == 0 {
 		return nil, nil
@@ -100,7 +155,8 @@ func (s *session) trash() (int, error) {
 	return openDirAt(s.snaps, home.SnapTrash)
 }
 
-// Prune keeps the newest keep snapshots of w (docs/store.md step 6), under the
+// Prune keeps the newest keep snapshots of w (docs/store.md step 6) and
+// the others retain keeps (opt.Daily, pinned, pre-restore), under the
 // store lock.
 func Prune(ctx context.Context, w home.Worker, keep int, opt Options) ([]string, error) {
 	s, err := open(ctx, w, opt.Wait)

@@ -241,7 +241,7 @@ func TestPreRestoreKeptForUndoDaysAndPinnedNeverRotated(t *testing.T) {
 	if strings.Join(got, " ") != a+" "+r.PreRestore+" "+last {
 		t.Fatalf("kept %v, want the pinned %s, the undo %s and the newest %s", got, a, r.PreRestore, last)
 	}
-	infos, err := List(context.Background(), w)
+	infos, err := List(context.Background(), w, Options{})
 	if err != nil || !infos[len(infos)-1].Pinned || infos[1].Label != LabelPreRestore {
 		t.Fatalf("ls: %+v %v", infos, err)
 	}
@@ -398,7 +398,7 @@ func TestPruneAndListRefuseAnUnreadableManifest(t *testing.T) {
 	if len(got) != 3 {
 		t.Fatalf("prune deleted snapshots: %v", got)
 	}
-	if _, err := List(context.Background(), w); !errors.Is(err, errs.ErrRefused) {
+	if _, err := List(context.Background(), w, Options{}); !errors.Is(err, errs.ErrRefused) {
 		t.Fatalf("ls = %v, want a refusal (exit 14)", err)
 	}
 }

@@ -25,10 +25,12 @@ const NoWait time.Duration = -3
 
 // Options tune take, restore and prune.
 type Options struct {
-	Keep     int           // store.snapshots: complete snapshots kept; 0 = take none
-	UndoDays int           // store.undo_days: pre-restore snapshots kept this long; 0 = until removed by hand
-	MinFree  int64         // store.min_free: below this many free bytes, take nothing
-	Wait     time.Duration // for the store lock (0 = DefaultWait; fsx.Forever)
+	Keep     int            // store.snapshots: complete snapshots kept; 0 = take none
+	Daily    int            // store.daily: also the newest of each of the last Daily local days with one
+	Zone     *time.Location // whose days Daily counts (the host zone); nil = config.SystemZone()
+	UndoDays int            // store.undo_days: pre-restore snapshots kept this long; 0 = until removed by hand
+	MinFree  int64          // store.min_free: below this many free bytes, take nothing
+	Wait     time.Duration  // for the store lock (0 = DefaultWait; fsx.Forever)
 	Now      func() time.Time
 	Progress func(n int) // called as entries are walked (nil: nothing)
 	// Phase is called as each walk starts (nil: nothing): a progress
