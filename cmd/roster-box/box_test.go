@@ -271,6 +271,26 @@ func TestAdhocRunPassesTheExitStatusAndIsRecorded(t *testing.T) {
 	}
 }
 
+// ROSTER_BOX_TRACE=1 prints, after the run, each step of the box's start
+// and end in the order passed (roster-box(1), ENVIRONMENT).
+func TestTraceShowsWhereABoxsTimeGoes(t *testing.T) {
+	f := newFixture(t, job, "")
+	t.Setenv("ROSTER_BOX_TRACE", "1")
+	code, _, errb := f.box("run", "dobby", "--", "true")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	at := 0
+	for _, step := range []string{"roster-box started", "spec, org and partition read", "run folder", "prepared",
+		"container made", "host cgroup", "container started", "box exited", "destroyed", "recorded", "done"} {
+		i := strings.Index(errb[at:], "roster-box: trace: "+step+" ")
+		if i < 0 {
+			t.Fatalf("step %q missing or out of order in:\n%s", step, errb)
+		}
+		at += i
+	}
+}
+
 // A command killed by a signal is recorded with that signal, beside the
 // 128+N status roster-box exits with; one exiting 143 by choice is not.
 func TestAdhocRunKilledBySignalRecordsTheSignal(t *testing.T) {

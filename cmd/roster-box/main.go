@@ -8,12 +8,17 @@ package main
 
 import (
 	"os"
+	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
 	_ "github.com/opencontainers/runc/libcontainer/nsenter"
 
 	"github.com/roster-sh/roster/lib/cli"
 )
+
+// started is when the main package was initialised (ROSTER_BOX_TRACE's
+// origin): after the Go runtime and every other package.
+var started = time.Now()
 
 func init() {
 	if len(os.Args) > 1 && os.Args[1] == "init" {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"time"
@@ -27,6 +28,13 @@ type RunCmd struct {
 }
 
 func (c *RunCmd) Run(g *cli.Globals, env *cli.Env) error {
+	ctx := env.Ctx
+	if os.Getenv("ROSTER_BOX_TRACE") != "" {
+		t := &box.Trace{}
+		t.Mark("roster-box started")
+		ctx = box.WithTrace(ctx, t)
+		defer printTrace(env.Stderr, t)
+	}
 	if g := os.Getenv("ROSTER_BOX_GRACE"); g != "" {
 		if d, err := time.ParseDuration(g); err == nil && d >= 0 {
 			box.Grace = d
@@ -44,7 +52,7 @@ func (c *RunCmd) Run(g *cli.Globals, env *cli.Env) error {
 		return err
 	}
 	req.Home = h
-	sup, err := box.Prepare(env.Ctx, req)
+	sup, err := box.Prepare(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -75,7 +83,8 @@ func (c *RunCmd) Run(g *cli.Globals, env *cli.Env) error {
 		}
 		sup.Rename(box.NewRunID(time.Now()))
 	}
-	sctx, stop := signal.NotifyContext(env.Ctx, sigs...)
+	box.TraceMark(ctx, "run folder")
+	sctx, stop := signal.NotifyContext(ctx, sigs...)
 	defer stop()
 
 	run := sup.Spec.Run
@@ -130,3 +139,16 @@ func (c *RunCmd) check(r box.Request) error {
 	}
 	return nil
 }
+
+// printTrace writes ROSTER_BOX_TRACE's table: each step, the time since
+// the one before, and since roster-box's main package was initialised.
+func printTrace(w io.Writer, t *box.Trace) {
+	t.Mark("done")
+	prev := started
+	for _, m := range t.Marks() {
+		fmt.Fprintf(w, "roster-box: trace: %-28s %7.2f ms %8.2f ms\n", m.Step, ms(m.At.Sub(prev)), ms(m.At.Sub(started)))
+		prev = m.At
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -82,18 +82,21 @@ func launch(ctx context.Context, s *Spec, briefing []byte, io Stdio, gate chan e
 	if err != nil {
 		return nil, err
 	}
+	mark(ctx, "box config and scratch")
 	unlock, err := holdStoreShared(ctx, s.Locks)
 	if err != nil {
 		RemoveScratch(s.Run)
 		return nil, err
 	}
 	defer unlock()
+	mark(ctx, "store lock")
 
 	c, err := createContainer(s, cfg)
 	if err != nil {
 		RemoveScratch(s.Run)
 		return nil, err
 	}
+	mark(ctx, "container made")
 	// The box's cgroup path is fixed now: the supervisor may leave for its
 	// own, bounded by host_memory, without the box following it (hostcg.go).
 	if _, err := JoinHostCgroup(s.HostCgroup, s.HostMemory); err != nil {
@@ -101,6 +104,7 @@ func launch(ctx context.Context, s *Spec, briefing []byte, io Stdio, gate chan e
 		RemoveScratch(s.Run)
 		return nil, err
 	}
+	mark(ctx, "host cgroup")
 	// pid 1 exits 128+N when a signal N killed the command, which the
 	// command could also have chosen: it says which on this pipe (its fd
 	// 3, close-on-exec inside the box, so the command never has it).
@@ -149,6 +153,7 @@ func launch(ctx context.Context, s *Spec, briefing []byte, io Stdio, gate chan e
 		return nil, err
 	}
 	gate <- nil
+	mark(ctx, "ready")
 	if err := c.Run(p); err != nil {
 		c.Destroy()
 		RemoveScratch(s.Run)
@@ -156,6 +161,7 @@ func launch(ctx context.Context, s *Spec, briefing []byte, io Stdio, gate chan e
 	}
 	statusW.Close() // pid 1 holds the only write end now
 	b := &Box{spec: s, c: c, p: p, Started: time.Now(), status: statusR}
+	mark(ctx, "container started")
 	if sock != nil {
 		if b.Console, err = recvMaster(sock); err != nil {
 			_ = c.Signal(unix.SIGKILL)

@@ -139,6 +139,7 @@ func Prepare(ctx context.Context, r Request) (*Supervision, error) {
 	if snap, err := suite.Find("roster-snap"); err == nil {
 		sup.Snapshot = func(ctx context.Context) string { return snapshot(ctx, snap, h, r.Worker, s.Run) }
 	}
+	mark(ctx, "spec, org and partition read")
 	return sup, nil
 }
 

@@ -88,11 +88,13 @@ func (s *Supervision) Supervise(ctx context.Context) (*runs.Record, Exit, error)
 		return r.rec, Exit{}, err
 	}
 	defer r.close()
+	mark(ctx, "prepared")
 	b, err := s.start(ctx, r)
 	if err != nil {
 		return s.notStarted(ctx, r, err)
 	}
 	ended, note, exit := s.serve(ctx, r, b)
+	mark(ctx, "box exited")
 	r.stopped = ctx.Err() != nil
 	s.end(context.WithoutCancel(ctx), r, b, ended, note, exit)
 	return r.rec, exit, nil
@@ -432,9 +434,11 @@ func (s *Supervision) end(ctx context.Context, r *supervised, b *Box, ended, not
 	}
 	s.noteCap(ctx, r.ob, r.rec, &r.ev)
 	cpu, mem := b.Usage()
+	mark(ctx, "actions and usage read")
 	if err := b.Destroy(); err != nil {
 		note = joinNote(note, "destroy: "+err.Error())
 	}
+	mark(ctx, "destroyed")
 	// Nothing stashed in tmp/ outlives the run (a later run reads this
 	// folder through ~/self/runs/, whatever a restore did to the store).
 	if _, err := r.ob.EmptyTmp(); err != nil {
@@ -459,9 +463,11 @@ func (s *Supervision) end(ctx context.Context, r *supervised, b *Box, ended, not
 		}
 	}
 	r.waitWrote()
+	mark(ctx, "output and gateway closed")
 	r.endAt(ended, note)
 	r.rec.Cost.WallSeconds = b.Exited.Sub(b.Started).Seconds() // the box's time, not the supervisor's
 	s.finish(ctx, r.rec, &r.ev, true)
+	mark(ctx, "recorded")
 }
 
 // finish attests the task, writes run.json, takes the snapshot and writes
