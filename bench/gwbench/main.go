@@ -43,6 +43,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "throughput runs per side, interleaved (direct, gateway, direct, ...); medians are printed")
 	conc := flag.Int("c", 16, "concurrent clients in the throughput run")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the gateway process over the throughput runs through it here")
+	memprof := flag.String("memprofile", "", "write the gateway process's allocations (every one sampled) here after the throughput runs")
 	count := flag.Int("count", 0, "instead of the figures, make exactly this many small requests (-c at a time) on -side and print each process's CPU time and allocations per request: a fixed amount of work, for valgrind --tool=callgrind --trace-children=yes, strace -c -f or perf stat")
 	side := flag.String("side", "gateway", "with -count: gateway or direct")
 	serve := flag.String("serve", "", "internal: run one part (upstream, relay, gateway) as a child")
@@ -58,7 +59,11 @@ func main() {
 	up := start("upstream")
 	defer up.stop()
 	sock := filepath.Join(dir, "gw.sock")
-	gw := start("gateway", up.addr, up.echo, dir, sock)
+	gwArgs := []string{up.addr, up.echo, dir, sock}
+	if *memprof != "" {
+		gwArgs = append(gwArgs, "memprofile")
+	}
+	gw := start("gateway", gwArgs...)
 	defer gw.stop()
 	relay := start("relay", sock)
 	defer relay.stop()
@@ -74,6 +79,9 @@ func main() {
 	}
 	latency(dBase, vBase, *n)
 	throughput(dBase, vBase, *conc, *dur, *rounds, *prof, relay, gw, up)
+	if *memprof != "" {
+		gw.cmd("heap " + *memprof)
+	}
 	tunnels(relay.addr, up.echo, gw)
 }
 
@@ -389,7 +397,8 @@ func selfStats(gc bool) usage {
 
 // child serves one part and answers its parent's commands on stdin:
 // stats (CPU ns, mallocs, bytes allocated, RSS), stats-gc (the same after
-// a GC), profile PATH and stop (a CPU profile). It ends at EOF.
+// a GC), profile PATH and stop (a CPU profile), heap PATH (the
+// allocations profile). It ends at EOF.
 func child(role string, args []string) {
 	switch role {
 	case "upstream":
@@ -401,6 +410,9 @@ func child(role string, args []string) {
 		}
 		fmt.Printf("ready %s\n", l.Addr())
 	case "gateway":
+		if len(args) > 4 {
+			runtime.MemProfileRate = 1
+		}
 		serveGateway(args[0], args[1], args[2], args[3])
 		fmt.Println("ready")
 	default:
@@ -420,6 +432,14 @@ func child(role string, args []string) {
 				fail(err)
 			}
 			pprof.StartCPUProfile(pf)
+			fmt.Println("ok")
+		case len(f) == 2 && f[0] == "heap":
+			hf, err := os.Create(f[1])
+			if err != nil {
+				fail(err)
+			}
+			pprof.Lookup("allocs").WriteTo(hf, 0)
+			hf.Close()
 			fmt.Println("ok")
 		case len(f) == 1 && f[0] == "stop":
 			pprof.StopCPUProfile()
