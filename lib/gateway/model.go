@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,8 +64,27 @@ func newModelProxy(g *Gateway) *modelProxy {
 		ModifyResponse: m.modifyResponse,
 		ErrorHandler:   m.errorHandler,
 		ErrorLog:       log.New(io.Discard, "", 0),
+		BufferPool:     copyBuffers{},
 	}
 	return m
+}
+
+// copyBuffers lends ReverseProxy the buffer it copies an answer through:
+// without a pool it makes a fresh 32 KiB one per request, which was most
+// of the bytes a model call allocated (and so most of the collector's
+// work). The pool holds array pointers, so lending costs no allocation.
+type copyBuffers struct{}
+
+const copyBufferSize = 32 << 10
+
+var copyBufferPool = sync.Pool{New: func() any { return new([copyBufferSize]byte) }}
+
+func (copyBuffers) Get() []byte { return copyBufferPool.Get().(*[copyBufferSize]byte)[:] }
+
+func (copyBuffers) Put(b []byte) {
+	if len(b) == copyBufferSize {
+		copyBufferPool.Put((*[copyBufferSize]byte)(b))
+	}
 }
 
 func (m *modelProxy) close() { m.tr.CloseIdleConnections() }
