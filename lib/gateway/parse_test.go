@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/json"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -308,4 +309,65 @@ func FuzzFraming(f *testing.F) {
 			t.Fatalf("split changed the framing")
 		}
 	})
+}
+
+// usageObjects are usage objects as upstreams send them, and the shapes
+// decodeUsage's scanner hands to encoding/json.
+var usageObjects = []string{
+	`{"input_tokens":5,"output_tokens":1}`,
+	`{"input_tokens":25,"cache_creation_input_tokens":3,"cache_read_input_tokens":7,"cache_creation":{"ephemeral_5m_input_tokens":3,"ephemeral_1h_input_tokens":0},"output_tokens":15,"service_tier":"standard","server_tool_use":{"web_search_requests":0}}`,
+	`{"prompt_tokens":30,"completion_tokens":9,"total_tokens":39,"prompt_tokens_details":{"cached_tokens":10,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}`,
+	`{"input_tokens":100,"input_tokens_details":{"cached_tokens":40},"output_tokens":7,"output_tokens_details":{"reasoning_tokens":2},"total_tokens":107}`,
+	` { "input_tokens" : -0 , "output_tokens":null } `,
+	`{"prompt_tokens_details":{"cached_tokens":3},"prompt_tokens_details":{}}`,
+	`{"prompt_tokens_details":{"cached_tokens":3},"prompt_tokens_details":null,"input_tokens_details":{"cached_tokens":1}}`,
+	`{"input_tokens":5,"input_tokens":null}`,
+	`{"Input_Tokens":5}`, `{"input_tokens":5.0}`, `{"input_tokens":1e3}`, `{"input_tokens":"5"}`,
+	`{"input_tokens":99999999999999999999}`, `{"input_tokens":012}`, `{"x":[1,2]}`, `{"x":"a\"b"}`,
+	`{"input_tokens":5,}`, `{"input_tokens":5}x`, `null`, `5`, `{}`, `{"a":{"b":{"c":1}}}`, `{"x":true,"y":false}`,
+}
+
+func TestDecodeUsageAgreesWithEncodingJSON(t *testing.T) {
+	for _, v := range usageObjects {
+		checkDecodeUsage(t, []byte(v))
+	}
+	var f usageFields
+	if !decodeUsage([]byte(usageObjects[1]), &f) || f.in != (optInt{25, true}) || f.cacheWrite != (optInt{3, true}) || f.out != (optInt{15, true}) {
+		t.Fatalf("anthropic usage: %+v", f)
+	}
+	openai := []byte(usageObjects[2])
+	if n := testing.AllocsPerRun(100, func() { decodeUsage(openai, &f) }); n != 0 {
+		t.Errorf("an OpenAI usage object costs %v allocations", n)
+	}
+}
+
+// checkDecodeUsage: decodeUsage says what json.Unmarshal into usageJSON
+// says, and where its own scanner answers, the answer is encoding/json's.
+func checkDecodeUsage(t *testing.T, v []byte) {
+	var j usageJSON
+	jerr := json.Unmarshal(v, &j)
+	var f usageFields
+	if ok := decodeUsage(v, &f); ok != (jerr == nil) || ok && f != j.fields() {
+		t.Fatalf("%q: decodeUsage %v %+v, encoding/json %v %+v", v, ok, f, jerr, j.fields())
+	}
+	var fast usageFields
+	if s := (usageScan{b: v}); s.object(&fast) && (jerr != nil || fast != j.fields()) {
+		t.Fatalf("%q: the scanner read %+v, encoding/json %v %+v", v, fast, jerr, j.fields())
+	}
+	var js string
+	jerr = json.Unmarshal(v, &js)
+	if s, ok := decodeString(v); ok != (jerr == nil) || s != js {
+		t.Fatalf("%q: decodeString %q %v, encoding/json %q %v", v, s, ok, js, jerr)
+	}
+}
+
+// FuzzUsageObject: decodeUsage's scanner agrees with encoding/json on
+// every input.
+func FuzzUsageObject(f *testing.F) {
+	for _, v := range usageObjects {
+		f.Add([]byte(v))
+	}
+	f.Add([]byte(`"claude-sonnet-4-5"`))
+	f.Add([]byte(`"a\u00e9"`))
+	f.Fuzz(func(t *testing.T, v []byte) { checkDecodeUsage(t, v) })
 }

@@ -37,7 +37,7 @@ type usageReader struct {
 
 func newUsageReader(style string, sse bool) *usageReader {
 	r := &usageReader{style: style, sse: sse}
-	r.js.want = map[string]bool{"model": true, "id": true, "usage": true}
+	r.js.capture = -1
 	return r
 }
 
@@ -85,8 +85,9 @@ func (r *usageReader) result() callUsage {
 	return r.u
 }
 
-// usageFields is the union of both styles' usage objects.
-type usageFields struct {
+// usageJSON is the union of both styles' usage objects, as
+// encoding/json decodes it.
+type usageJSON struct {
 	// Anthropic; OpenAI's Responses API uses input/output too.
 	InputTokens              *int64 `json:"input_tokens"`
 	OutputTokens             *int64 `json:"output_tokens"`
@@ -103,6 +104,44 @@ type usageFields struct {
 	} `json:"input_tokens_details"`
 }
 
+// usageFields is a usage object's fields: what usageJSON says, without
+// pointers (so that decodeUsage needs no allocation).
+type usageFields struct {
+	in, out, cacheRead, cacheWrite, prompt, completion optInt
+	promptDetails, inputDetails                        optDetails
+}
+
+// optInt is a number that may be absent (or null).
+type optInt struct {
+	v  int64
+	ok bool
+}
+
+// optDetails is a *_tokens_details object that may be absent (or null).
+type optDetails struct {
+	ok     bool
+	cached optInt
+}
+
+func optOf(p *int64) optInt {
+	if p == nil {
+		return optInt{}
+	}
+	return optInt{*p, true}
+}
+
+func (j *usageJSON) fields() usageFields {
+	f := usageFields{in: optOf(j.InputTokens), out: optOf(j.OutputTokens), cacheRead: optOf(j.CacheReadInputTokens),
+		cacheWrite: optOf(j.CacheCreationInputTokens), prompt: optOf(j.PromptTokens), completion: optOf(j.CompletionTokens)}
+	if d := j.PromptTokenDetails; d != nil {
+		f.promptDetails = optDetails{ok: true, cached: optOf(d.CachedTokens)}
+	}
+	if d := j.InputTokenDetails; d != nil {
+		f.inputDetails = optDetails{ok: true, cached: optOf(d.CachedTokens)}
+	}
+	return f
+}
+
 // addUsage folds a usage object into u. Anthropic's input_tokens exclude
 // cache reads and writes; OpenAI's include cached tokens, which are taken
 // out here so input_tokens means the same for both (uncached input).
@@ -112,40 +151,40 @@ func (u *callUsage) addUsage(style string, f *usageFields) {
 	if f == nil {
 		return
 	}
-	set := func(dst *int64, v *int64) {
-		if v != nil && *v >= 0 {
-			*dst = *v
+	set := func(dst *int64, v optInt) {
+		if v.ok && v.v >= 0 {
+			*dst = v.v
 			u.sawUsage = true
 		}
 	}
 	if style == StyleOpenAI {
-		in, cached := f.PromptTokens, (*int64)(nil)
-		if in == nil {
-			in = f.InputTokens
+		in, cached := f.prompt, optInt{}
+		if !in.ok {
+			in = f.in
 		}
-		if f.PromptTokenDetails != nil {
-			cached = f.PromptTokenDetails.CachedTokens
-		} else if f.InputTokenDetails != nil {
-			cached = f.InputTokenDetails.CachedTokens
+		if f.promptDetails.ok {
+			cached = f.promptDetails.cached
+		} else if f.inputDetails.ok {
+			cached = f.inputDetails.cached
 		}
-		out := f.CompletionTokens
-		if out == nil {
-			out = f.OutputTokens
+		out := f.completion
+		if !out.ok {
+			out = f.out
 		}
 		set(&u.Input, in)
 		set(&u.Output, out)
-		if cached != nil && *cached >= 0 {
-			u.CacheRead = *cached
-			if u.Input >= *cached {
-				u.Input -= *cached
+		if cached.ok && cached.v >= 0 {
+			u.CacheRead = cached.v
+			if u.Input >= cached.v {
+				u.Input -= cached.v
 			}
 		}
 		return
 	}
-	set(&u.Input, f.InputTokens)
-	set(&u.Output, f.OutputTokens)
-	set(&u.CacheRead, f.CacheReadInputTokens)
-	set(&u.CacheWrite, f.CacheCreationInputTokens)
+	set(&u.Input, f.in)
+	set(&u.Output, f.out)
+	set(&u.CacheRead, f.cacheRead)
+	set(&u.CacheWrite, f.cacheWrite)
 }
 
 // sseEvent is the part of a stream event the gateway reads: Anthropic's
@@ -153,20 +192,28 @@ func (u *callUsage) addUsage(style string, f *usageFields) {
 // OpenAI's chat chunks (usage on the last, model, id) and Responses API
 // events (response.usage).
 type sseEvent struct {
-	Type    string       `json:"type"`
-	Model   string       `json:"model"`
-	ID      string       `json:"id"`
-	Usage   *usageFields `json:"usage"`
+	Type    string     `json:"type"`
+	Model   string     `json:"model"`
+	ID      string     `json:"id"`
+	Usage   *usageJSON `json:"usage"`
 	Message *struct {
-		Model string       `json:"model"`
-		ID    string       `json:"id"`
-		Usage *usageFields `json:"usage"`
+		Model string     `json:"model"`
+		ID    string     `json:"id"`
+		Usage *usageJSON `json:"usage"`
 	} `json:"message"`
 	Response *struct {
-		Model string       `json:"model"`
-		ID    string       `json:"id"`
-		Usage *usageFields `json:"usage"`
+		Model string     `json:"model"`
+		ID    string     `json:"id"`
+		Usage *usageJSON `json:"usage"`
 	} `json:"response"`
+}
+
+func (j *usageJSON) fieldsOrNil() *usageFields {
+	if j == nil {
+		return nil
+	}
+	f := j.fields()
+	return &f
 }
 
 func (r *usageReader) sseLine(line []byte) {
@@ -191,16 +238,16 @@ func (r *usageReader) sseLine(line []byte) {
 	if ev.Message != nil {
 		setStr(&u.Model, ev.Message.Model)
 		setStr(&u.ID, ev.Message.ID)
-		u.addUsage(r.style, ev.Message.Usage)
+		u.addUsage(r.style, ev.Message.Usage.fieldsOrNil())
 	}
 	if ev.Response != nil {
 		setStr(&u.Model, ev.Response.Model)
 		setStr(&u.ID, ev.Response.ID)
-		u.addUsage(r.style, ev.Response.Usage)
+		u.addUsage(r.style, ev.Response.Usage.fieldsOrNil())
 	}
 	setStr(&u.Model, ev.Model)
 	setStr(&u.ID, ev.ID)
-	u.addUsage(r.style, ev.Usage)
+	u.addUsage(r.style, ev.Usage.fieldsOrNil())
 }
 
 // apply reads the captured top-level values of a JSON body.
@@ -209,19 +256,42 @@ func (j *jsonTop) apply(r *usageReader) {
 		return
 	}
 	j.applied = true
-	var s string
-	if v, ok := j.got["model"]; ok && json.Unmarshal(v, &s) == nil {
-		r.u.Model = clip(s, 200)
+	if v, ok := j.value(capModel); ok {
+		if s, ok := decodeString(v); ok {
+			r.u.Model = clip(s, 200)
+		}
 	}
-	if v, ok := j.got["id"]; ok && json.Unmarshal(v, &s) == nil {
-		r.u.ID = clip(s, 200)
+	if v, ok := j.value(capID); ok {
+		if s, ok := decodeString(v); ok {
+			r.u.ID = clip(s, 200)
+		}
 	}
-	if v, ok := j.got["usage"]; ok {
+	if v, ok := j.value(capUsage); ok {
 		var f usageFields
-		if json.Unmarshal(v, &f) == nil {
+		if decodeUsage(v, &f) {
 			r.u.addUsage(r.style, &f)
 		}
 	}
+}
+
+// The top-level keys a JSON body's scanner captures.
+const (
+	capModel = iota
+	capID
+	capUsage
+	capKeys
+)
+
+func captureKey(key []byte) int {
+	switch string(key) {
+	case "model":
+		return capModel
+	case "id":
+		return capID
+	case "usage":
+		return capUsage
+	}
+	return -1
 }
 
 // jsonTop is a streaming scanner of one JSON object that captures the raw
@@ -229,19 +299,29 @@ func (j *jsonTop) apply(r *usageReader) {
 // skips everything else without holding it: a response's content may be
 // megabytes, its usage a few dozen bytes after it.
 type jsonTop struct {
-	want    map[string]bool
-	got     map[string][]byte
+	kept    []byte          // the captured values, one after another
+	span    [capKeys][2]int // each captured value's place in kept
+	got     [capKeys]bool
 	applied bool
 
 	depth   int  // nesting depth; 1 = inside the top-level object
 	inStr   bool // inside a string
 	esc     bool // after a backslash in a string
 	expect  int  // at depth 1: 0 = a key is next, 1 = the value is next
-	key     []byte
+	key     [64]byte
+	keyLen  int
 	inKey   bool
-	capture bool // capturing the current top-level value
+	capture int // the captured key of the current top-level value, or -1
 	val     []byte
 	dead    bool
+}
+
+// value is the raw text captured for key k.
+func (j *jsonTop) value(k int) ([]byte, bool) {
+	if !j.got[k] {
+		return nil, false
+	}
+	return j.kept[j.span[k][0]:j.span[k][1]], true
 }
 
 func (j *jsonTop) feed(p []byte) {
@@ -250,17 +330,18 @@ func (j *jsonTop) feed(p []byte) {
 	}
 	for i := 0; i < len(p); i++ {
 		c := p[i]
-		if j.capture {
+		if j.capture >= 0 {
 			if len(j.val) >= maxCaptureVal {
-				j.capture = false
-				j.val = nil
+				j.capture = -1
+				j.val = j.val[:0]
 			} else {
 				j.val = append(j.val, c)
 			}
 		}
 		if j.inStr {
-			if j.inKey && !j.esc && c != '"' && len(j.key) < 64 {
-				j.key = append(j.key, c)
+			if j.inKey && !j.esc && c != '"' && j.keyLen < len(j.key) {
+				j.key[j.keyLen] = c
+				j.keyLen++
 			}
 			switch {
 			case j.esc:
@@ -271,7 +352,7 @@ func (j *jsonTop) feed(p []byte) {
 				j.inStr = false
 				if j.inKey {
 					j.inKey = false
-				} else if j.capture && j.depth == 1 {
+				} else if j.capture >= 0 && j.depth == 1 {
 					j.endValue()
 				}
 			}
@@ -284,7 +365,7 @@ func (j *jsonTop) feed(p []byte) {
 			j.inStr = true
 			if j.depth == 1 && j.expect == 0 {
 				j.inKey = true
-				j.key = j.key[:0]
+				j.keyLen = 0
 				continue
 			}
 			if j.depth == 1 && j.expect == 1 {
@@ -296,7 +377,7 @@ func (j *jsonTop) feed(p []byte) {
 			}
 		case ',':
 			if j.depth == 1 {
-				if j.capture {
+				if j.capture >= 0 {
 					j.val = j.val[:len(j.val)-1] // the comma
 					j.endValue()
 				}
@@ -309,9 +390,9 @@ func (j *jsonTop) feed(p []byte) {
 			j.depth++
 		case '}', ']':
 			j.depth--
-			if j.depth == 1 && j.capture {
+			if j.depth == 1 && j.capture >= 0 {
 				j.endValue()
-			} else if j.depth == 0 && j.capture {
+			} else if j.depth == 0 && j.capture >= 0 {
 				j.val = j.val[:len(j.val)-1] // the closing brace
 				j.endValue()
 			}
@@ -320,7 +401,7 @@ func (j *jsonTop) feed(p []byte) {
 				return
 			}
 		default:
-			if j.depth == 1 && j.expect == 1 && !j.capture {
+			if j.depth == 1 && j.expect == 1 && j.capture < 0 {
 				j.startValue(c) // a number, true, false, null
 			}
 		}
@@ -329,21 +410,264 @@ func (j *jsonTop) feed(p []byte) {
 
 func (j *jsonTop) startValue(c byte) {
 	j.expect = 2 // the value has begun; a comma ends it
-	if j.want[string(j.key)] {
-		if j.got == nil {
-			j.got = map[string][]byte{}
-		}
-		if _, dup := j.got[string(j.key)]; !dup {
-			j.capture = true
-			j.val = append(j.val[:0], c)
-		}
+	if k := captureKey(j.key[:j.keyLen]); k >= 0 && !j.got[k] {
+		j.capture = k
+		j.val = append(j.val[:0], c)
 	}
 }
 
 func (j *jsonTop) endValue() {
-	if j.capture {
-		j.got[string(j.key)] = bytes.Clone(j.val)
+	if k := j.capture; k >= 0 {
+		j.span[k] = [2]int{len(j.kept), len(j.kept) + len(j.val)}
+		j.kept = append(j.kept, j.val...)
+		j.got[k] = true
 	}
-	j.capture = false
+	j.capture = -1
 	j.val = j.val[:0]
+}
+
+// decodeString decodes a captured JSON string as json.Unmarshal would; a
+// plain string (printable ASCII, no escapes), which model names and ids
+// are, is read without it.
+func decodeString(v []byte) (string, bool) {
+	t := bytes.TrimRight(v, " \t\r\n")
+	if len(t) >= 2 && t[0] == '"' && t[len(t)-1] == '"' {
+		plain := true
+		for _, c := range t[1 : len(t)-1] {
+			if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			return string(t[1 : len(t)-1]), true
+		}
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// decodeUsage decodes a captured usage object into f and reports whether
+// json.Unmarshal into usageJSON would have succeeded, with the same
+// result. The objects upstreams send (integer counts, flat *_details
+// objects, plain strings such as service_tier) are read by a small
+// scanner without allocating; anything else it does not know for sure
+// (a float, an escape, an array, a key in capitals that encoding/json
+// would match regardless of case) goes to json.Unmarshal itself.
+func decodeUsage(v []byte, f *usageFields) bool {
+	var fast usageFields
+	if s := (usageScan{b: v}); s.object(&fast) {
+		*f = fast
+		return true
+	}
+	var j usageJSON
+	if json.Unmarshal(v, &j) != nil {
+		return false
+	}
+	*f = j.fields()
+	return true
+}
+
+// usageScan is decodeUsage's scanner; every method returns false for
+// input it does not handle (then json.Unmarshal decides).
+type usageScan struct {
+	b []byte
+	i int
+}
+
+func (s *usageScan) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\r', '\n':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *usageScan) eat(c byte) bool {
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// object reads the whole input as a usage object into f.
+func (s *usageScan) object(f *usageFields) bool {
+	ok := s.members(func(key []byte) bool {
+		var dst *optInt
+		var det *optDetails
+		switch string(key) {
+		case "input_tokens":
+			dst = &f.in
+		case "output_tokens":
+			dst = &f.out
+		case "cache_read_input_tokens":
+			dst = &f.cacheRead
+		case "cache_creation_input_tokens":
+			dst = &f.cacheWrite
+		case "prompt_tokens":
+			dst = &f.prompt
+		case "completion_tokens":
+			dst = &f.completion
+		case "prompt_tokens_details":
+			det = &f.promptDetails
+		case "input_tokens_details":
+			det = &f.inputDetails
+		default:
+			return s.skip(2)
+		}
+		if dst != nil {
+			return s.intOrNull(dst)
+		}
+		if s.null() {
+			*det = optDetails{} // null sets the pointer to nil
+			return true
+		}
+		// a repeated object decodes into the one before, as encoding/json does
+		det.ok = true
+		return s.members(func(key []byte) bool {
+			if string(key) == "cached_tokens" {
+				return s.intOrNull(&det.cached)
+			}
+			return s.skip(1)
+		})
+	})
+	s.ws()
+	return ok && s.i == len(s.b)
+}
+
+// members reads an object, calling member for each key with the scanner
+// at its value.
+func (s *usageScan) members(member func(key []byte) bool) bool {
+	if !s.eat('{') {
+		return false
+	}
+	if s.eat('}') {
+		return true
+	}
+	for {
+		key, ok := s.key()
+		if !ok || !s.eat(':') {
+			return false
+		}
+		s.ws()
+		if !member(key) {
+			return false
+		}
+		if s.eat('}') {
+			return true
+		}
+		if !s.eat(',') {
+			return false
+		}
+	}
+}
+
+// key reads a key of lower-case letters, digits and underscores (which
+// encoding/json matches exactly).
+func (s *usageScan) key() ([]byte, bool) {
+	if !s.eat('"') {
+		return nil, false
+	}
+	start := s.i
+	for ; s.i < len(s.b); s.i++ {
+		switch c := s.b[s.i]; {
+		case c == '"':
+			s.i++
+			return s.b[start : s.i-1], true
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '_':
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+func (s *usageScan) null() bool {
+	if bytes.HasPrefix(s.b[s.i:], []byte("null")) {
+		s.i += 4
+		return true
+	}
+	return false
+}
+
+// intOrNull reads an integer of at most 18 digits (it fits an int64) or
+// null into dst.
+func (s *usageScan) intOrNull(dst *optInt) bool {
+	if s.null() {
+		*dst = optInt{}
+		return true
+	}
+	n, ok := s.integer()
+	if ok {
+		*dst = optInt{n, true}
+	}
+	return ok
+}
+
+func (s *usageScan) integer() (int64, bool) {
+	neg := s.i < len(s.b) && s.b[s.i] == '-'
+	if neg {
+		s.i++
+	}
+	start := s.i
+	var n int64
+	for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
+		n = n*10 + int64(s.b[s.i]-'0')
+		s.i++
+	}
+	digits := s.i - start
+	if digits == 0 || digits > 18 || digits > 1 && s.b[start] == '0' {
+		return 0, false
+	}
+	if s.i < len(s.b) {
+		switch s.b[s.i] { // a fraction or an exponent: not an int64
+		case '.', 'e', 'E':
+			return 0, false
+		}
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// skip passes over a value of a field nobody reads: an integer, a plain
+// string, true, false, null, or (depth > 0) an object of such values.
+func (s *usageScan) skip(depth int) bool {
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch c := s.b[s.i]; {
+	case c == '"':
+		for s.i++; s.i < len(s.b); s.i++ {
+			switch c := s.b[s.i]; {
+			case c == '"':
+				s.i++
+				return true
+			case c < 0x20 || c == '\\':
+				return false
+			}
+		}
+		return false
+	case c == '-' || '0' <= c && c <= '9':
+		_, ok := s.integer()
+		return ok
+	case c == '{':
+		return depth > 0 && s.members(func([]byte) bool { return s.skip(depth - 1) })
+	}
+	for _, lit := range []string{"true", "false", "null"} {
+		if bytes.HasPrefix(s.b[s.i:], []byte(lit)) {
+			s.i += len(lit)
+			return true
+		}
+	}
+	return false
 }
