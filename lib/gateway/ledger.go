@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -15,32 +17,40 @@ import (
 // DefaultLedgerMax caps gateway.jsonl.
 const DefaultLedgerMax = 8 << 20
 
-// ledger appends runs/RUN/gateway.jsonl. Lines are handed to one writer
-// goroutine that writes what has queued up in one write and fsyncs it
-// (group commit): every line is durable shortly after its request ended,
-// and a burst of requests costs one fsync, not one each. Each write holds
-// whole lines, but a kill -9 can still cut the write in flight short at a
-// page boundary (the kernel stops a write when a fatal signal is
-// pending): the last line may then be torn, which readers
+// ledger appends runs/RUN/gateway.jsonl. A request's line is appended to
+// a pending buffer; one writer goroutine takes what has queued up, writes
+// it in one write and fsyncs it (group commit): every line is durable
+// shortly after its request ended, and a burst of requests costs one
+// fsync, not one each. Requests wait while maxPending bytes are queued (a
+// stalled disk slows the box down instead of growing the supervisor).
+// Each write holds whole lines, but a kill -9 can still cut the write in
+// flight short at a page boundary (the kernel stops a write when a fatal
+// signal is pending): the last line may then be torn, which readers
 // (runs.ScanLedger) report as torn and never decode, and which the next
 // opening of the ledger truncates (layout.md's rule for appended files).
 type ledger struct {
-	mu     sync.Mutex // orders seq with the queue
-	seq    int64
-	closed bool
-	ch     chan []byte
-	done   chan struct{}
+	mu      sync.Mutex // orders seq with the pending lines
+	ready   sync.Cond  // the writer waits for lines (or close)
+	space   sync.Cond  // add waits for the writer to take a full buffer
+	seq     int64
+	closed  bool
+	pending []byte // whole lines not yet taken by the writer
+	queued  int64  // the file's size once every accepted line is written
+	dropped int64  // lines counted, not written: the cap was reached
+	done    chan struct{}
 
-	f       *os.File
-	max     int64
-	written int64
-	dropped int64
-	err     error // the first write error; serving goes on
-	now     func() time.Time
+	f   *os.File
+	max int64
+	err error // the first write error; serving goes on
+	now func() time.Time
 }
 
+// maxPending bounds the lines waiting for the writer.
+const maxPending = 256 << 10
+
 func openLedger(path string, max int64, now func() time.Time) (*ledger, error) {
-	l := &ledger{max: max, now: now, ch: make(chan []byte, 1024), done: make(chan struct{})}
+	l := &ledger{max: max, now: now, done: make(chan struct{})}
+	l.ready.L, l.space.L = &l.mu, &l.mu
 	if l.max <= 0 {
 		l.max = DefaultLedgerMax
 	}
@@ -55,65 +65,69 @@ func openLedger(path string, max int64, now func() time.Time) (*ledger, error) {
 			return nil, fmt.Errorf("gateway ledger: %w", err)
 		}
 		if st, err := l.f.Stat(); err == nil {
-			l.written = st.Size()
+			l.queued = st.Size()
 		}
 	}
 	go l.run()
 	return l, nil
 }
 
-// add stamps e with the next seq and queues it.
+// add stamps e with the next seq and queues its line, unless the cap is
+// reached (then it counts it).
 func (l *ledger) add(e runs.LedgerEntry) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	for len(l.pending) >= maxPending && !l.closed {
+		l.space.Wait()
+	}
 	if l.closed {
 		return
 	}
 	l.seq++
 	e.Seq = l.seq
-	line, err := json.Marshal(e)
-	if err != nil {
+	was := len(l.pending)
+	l.pending = appendEntry(l.pending, &e)
+	if len(l.pending) == was {
+		return // json.Marshal could not write it either
+	}
+	l.pending = append(l.pending, '\n')
+	n := int64(len(l.pending) - was)
+	if l.queued+n > l.max {
+		l.pending = l.pending[:was]
+		l.dropped++
 		return
 	}
-	l.ch <- line
+	l.queued += n
+	if was == 0 {
+		l.ready.Signal()
+	}
 }
 
 func (l *ledger) run() {
 	defer close(l.done)
 	var buf []byte
-	for line := range l.ch {
-		buf = l.take(buf[:0], line)
-	drain:
-		for len(buf) < 256<<10 {
-			select {
-			case more, ok := <-l.ch:
-				if !ok {
-					break drain
-				}
-				buf = l.take(buf, more)
-			default:
-				break drain
-			}
+	l.mu.Lock()
+	for {
+		for len(l.pending) == 0 && !l.closed {
+			l.ready.Wait()
 		}
+		if len(l.pending) == 0 {
+			l.mu.Unlock()
+			return
+		}
+		buf, l.pending = l.pending, buf[:0]
+		l.space.Broadcast()
+		l.mu.Unlock()
 		l.flush(buf)
+		l.mu.Lock()
 	}
-}
-
-// take appends line to buf unless the cap is reached (then it counts it).
-func (l *ledger) take(buf, line []byte) []byte {
-	if l.written+int64(len(buf))+int64(len(line))+1 > l.max {
-		l.dropped++
-		return buf
-	}
-	return append(append(buf, line...), '\n')
 }
 
 func (l *ledger) flush(buf []byte) {
 	if len(buf) == 0 || l.f == nil {
 		return
 	}
-	n, err := l.f.Write(buf)
-	l.written += int64(n)
+	_, err := l.f.Write(buf)
 	if err == nil {
 		err = l.f.Sync()
 	}
@@ -122,8 +136,8 @@ func (l *ledger) flush(buf []byte) {
 	}
 }
 
-// close drains the queue, adds the capped marker if lines were dropped,
-// syncs and closes the file.
+// close lets the writer drain the pending lines, adds the capped marker if
+// lines were dropped, syncs and closes the file.
 func (l *ledger) close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -132,14 +146,16 @@ func (l *ledger) close() error {
 		return l.err
 	}
 	l.closed = true
-	close(l.ch)
+	l.ready.Signal()
+	l.space.Broadcast()
 	seq := l.seq + 1
 	l.mu.Unlock()
 	<-l.done
 	if l.dropped > 0 && l.f != nil {
-		line, _ := json.Marshal(runs.LedgerEntry{Seq: seq, At: l.now().UTC(), Kind: "capped", Decision: "capped", Dropped: l.dropped})
-		l.f.Write(append(line, '\n')) // past the cap by this one line, so it is always there
-		l.f.Sync()
+		if line := appendEntry(nil, &runs.LedgerEntry{Seq: seq, At: l.now().UTC(), Kind: "capped", Decision: "capped", Dropped: l.dropped}); len(line) > 0 {
+			l.f.Write(append(line, '\n')) // past the cap by this one line, so it is always there
+			l.f.Sync()
+		}
 	}
 	if l.f != nil {
 		if err := l.f.Close(); err != nil && l.err == nil {
@@ -147,6 +163,125 @@ func (l *ledger) close() error {
 		}
 	}
 	return l.err
+}
+
+// appendEntry appends e as encoding/json marshals it (the same bytes,
+// field for field; TestLedgerLineIsEncodingJSONs holds it to that),
+// without reflection or allocation. A value it cannot write alike (a
+// string that needs escaping, a time outside RFC 3339's years) goes to
+// json.Marshal; what that refuses is not appended. A cost that is not a
+// number (a price of NaN or Inf in org.toml) is left out, where
+// json.Marshal would refuse the line and the request would be missing
+// from the ledger.
+func appendEntry(b []byte, e *runs.LedgerEntry) []byte {
+	if y := e.At.Year(); y < 0 || y > 9999 {
+		return appendMarshalled(b, e)
+	}
+	if _, off := e.At.Zone(); off <= -24*3600 || off >= 24*3600 {
+		return appendMarshalled(b, e)
+	}
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, e.Seq, 10)
+	b = append(b, `,"at":"`...)
+	b = e.At.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","kind":`...)
+	b = appendJSONString(b, e.Kind)
+	if e.Open {
+		b = append(b, `,"open":true`...)
+	}
+	if e.Provider != "" {
+		b = append(b, `,"provider":`...)
+		b = appendJSONString(b, e.Provider)
+	}
+	b = append(b, `,"method":`...)
+	b = appendJSONString(b, e.Method)
+	b = append(b, `,"host":`...)
+	b = appendJSONString(b, e.Host)
+	if e.Port != 0 {
+		b = append(b, `,"port":`...)
+		b = strconv.AppendInt(b, int64(e.Port), 10)
+	}
+	if e.Path != "" {
+		b = append(b, `,"path":`...)
+		b = appendJSONString(b, e.Path)
+	}
+	b = append(b, `,"decision":`...)
+	b = appendJSONString(b, e.Decision)
+	if e.Refusal != "" {
+		b = append(b, `,"refusal":`...)
+		b = appendJSONString(b, e.Refusal)
+	}
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(e.Status), 10)
+	b = append(b, `,"bytes_up":`...)
+	b = strconv.AppendInt(b, e.BytesUp, 10)
+	b = append(b, `,"bytes_down":`...)
+	b = strconv.AppendInt(b, e.BytesDn, 10)
+	b = append(b, `,"ms":`...)
+	b = strconv.AppendInt(b, e.MS, 10)
+	if e.Model != "" {
+		b = append(b, `,"model":`...)
+		b = appendJSONString(b, e.Model)
+	}
+	for _, f := range [...]struct {
+		name string
+		v    int64
+	}{{`,"input_tokens":`, e.InputTokens}, {`,"output_tokens":`, e.OutputTokens},
+		{`,"cache_read_tokens":`, e.CacheReadTokens}, {`,"cache_write_tokens":`, e.CacheWriteTokens}} {
+		if f.v != 0 {
+			b = append(b, f.name...)
+			b = strconv.AppendInt(b, f.v, 10)
+		}
+	}
+	if c := e.CostUSD; c != nil && !math.IsNaN(*c) && !math.IsInf(*c, 0) {
+		b = append(b, `,"cost_usd":`...)
+		b = appendJSONFloat(b, *c)
+	}
+	if e.RequestID != "" {
+		b = append(b, `,"request_id":`...)
+		b = appendJSONString(b, e.RequestID)
+	}
+	if e.Dropped != 0 {
+		b = append(b, `,"dropped":`...)
+		b = strconv.AppendInt(b, e.Dropped, 10)
+	}
+	return append(b, '}')
+}
+
+func appendMarshalled(b []byte, v any) []byte {
+	data, _ := json.Marshal(v)
+	return append(b, data...)
+}
+
+// appendJSONString quotes s as json.Marshal does; a string of printable
+// ASCII without the characters it escapes is copied as it is.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return appendMarshalled(b, s)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// appendJSONFloat formats f as encoding/json does (ES6 number style).
+func appendJSONFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 to e-9, as encoding/json does
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
 
 // dropTornTail truncates f after its last newline when its last byte is
