@@ -22,7 +22,7 @@ type Change struct {
 	Itemize string // rsync's YXcstpoguax for new and change; "" otherwise
 	Target  string // symlink target for symlink lines
 	LinkTo  string // hardlink lines: the name (same tree) this file is linked to
-	Reason  string // skip: "fifo", "socket", "device", "other filesystem"
+	Reason  string // skip: "fifo", "socket", "device", "other filesystem", or why a file or folder could not be copied
 }
 
 // Line formats the change as one change-list line (without newline):
@@ -32,6 +32,7 @@ type Change struct {
 //	hf+++++++++ store/b => store/a
 //	*deleting   store/old/
 //	skipped store/pipe (fifo)
+//	skipped store/d/d/.../d (nested deeper than 1000 folders)
 //	unstable store/busy.log
 //
 // Names (on both sides of -> and =>) are escaped with EscapeName, so a
@@ -63,7 +64,7 @@ func (c *Change) Line() string {
 	}
 	if c.Op == OpSkip {
 		b = append(b, " ("...)
-		b = append(b, c.Reason...)
+		b = appendEscaped(b, c.Reason)
 		b = append(b, ')')
 	}
 	return string(b)
@@ -121,12 +122,23 @@ func TypeName(t byte) string {
 		return "device"
 	case TypeOtherFS:
 		return "other filesystem"
+	case TypeSkipped:
+		return "uncopyable"
 	}
 	return "unknown"
 }
 
 func special(t byte) bool {
-	return t == TypeFIFO || t == TypeSocket || t == TypeDevice || t == TypeOtherFS
+	return t == TypeFIFO || t == TypeSocket || t == TypeDevice || t == TypeOtherFS || t == TypeSkipped
+}
+
+// skipReason is why special entry e is not in a snapshot, as its
+// change-list line says.
+func skipReason(e *Entry) string {
+	if e.Type == TypeSkipped {
+		return e.Skip
+	}
+	return TypeName(e.Type)
 }
 
 // sameContent reports whether the snapshot copy made for prev can stand
@@ -238,7 +250,7 @@ func compareTrees(prev []Entry, byPath map[string]*Entry, cur []Entry, quick, cu
 			if quick && p != nil && special(p.Type) && p.Type != TypeOtherFS {
 				continue // a restore: the live one's *deleting line says what happens
 			}
-			tail = append(tail, Change{Op: OpSkip, Path: e.Path, Type: e.Type, Reason: TypeName(e.Type)})
+			tail = append(tail, Change{Op: OpSkip, Path: e.Path, Type: e.Type, Reason: skipReason(e)})
 			continue
 		}
 		if p != nil && p.Type != e.Type && !special(p.Type) {

@@ -3,15 +3,19 @@ package snap
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/roster-sh/roster/lib/home"
 )
@@ -29,11 +33,31 @@ func TestMain(m *testing.M) {
 		w := home.Home{Dir: os.Getenv("SNAP_HOME")}.Worker("dobby")
 		_, err := Take(context.Background(), w, Options{Keep: 1000, Wait: time.Minute})
 		exitWith(err)
+	case "lease":
+		holdLease(os.Getenv("SNAP_FILE"))
 	case "restore":
 		w := home.Home{Dir: os.Getenv("SNAP_HOME")}.Worker("dobby")
 		_, err := Restore(context.Background(), w, RestoreOptions{Options: Options{Keep: 1000, Wait: time.Minute}, From: os.Getenv("SNAP_FROM")})
 		exitWith(err)
 	}
+}
+
+// holdLease takes a write lease on path, says "ok" on stdout and keeps
+// it until stdin closes (TestLeasedFileSkipped). The lease break's SIGIO
+// is ignored, as a hostile holder would.
+func holdLease(path string) {
+	signal.Ignore(syscall.SIGIO)
+	fd, err := syscall.Open(path, syscall.O_RDWR, 0)
+	if err != nil {
+		exitWith(err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_WRLCK); err != nil {
+		exitWith(fmt.Errorf("F_SETLEASE: %w", err))
+	}
+	os.Stdout.WriteString("ok\n")
+	io.Copy(io.Discard, os.Stdin)
+	unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_UNLCK)
+	exitWith(nil)
 }
 
 func exitWith(err error) {

@@ -26,6 +26,7 @@ const (
 	TypeSocket  = 's'
 	TypeDevice  = 'c' // character and block devices alike
 	TypeOtherFS = 'x' // a mount point of another filesystem: not crossed
+	TypeSkipped = 'u' // a file or folder the take could not copy (Entry.Skip says why): not in the snapshot
 )
 
 // Entry is one line of a manifest: an entry of the store or a channel store
@@ -42,6 +43,7 @@ type Entry struct {
 	Ctime    int64  // the source ctime when taken, ns
 	Group    int    // hardlink group within the snapshot (same number, same inode); 0 = none
 	Unstable bool   // changed while it was copied, every try
+	Skip     string // TypeSkipped: why it could not be copied ("nested deeper than 1000 folders", ...)
 	SnapIno  uint64 // restore record only: the snapshot inode whose bytes the live inode holds
 
 	seen     bool // take/diff bookkeeping, not stored
@@ -108,6 +110,10 @@ func AppendEntry(b []byte, e *Entry) []byte {
 	if e.Unstable {
 		b = append(b, `,"unstable":true`...)
 	}
+	if e.Skip != "" {
+		b = append(b, ',')
+		b = appendBytesField(b, "skip", e.Skip)
+	}
 	if e.SnapIno != 0 {
 		b = append(b, `,"sino":`...)
 		b = strconv.AppendUint(b, e.SnapIno, 10)
@@ -162,12 +168,14 @@ func ParseEntry(line []byte) (Entry, error) {
 	var havePath, haveType bool
 	err := p.object(func(key []byte, v value) error {
 		switch string(key) {
-		case "path", "path_b64", "target", "target_b64":
+		case "path", "path_b64", "target", "target_b64", "skip", "skip_b64":
 			s, err := v.text(bytes.HasSuffix(key, []byte("_b64")))
 			if err != nil {
 				return err
 			}
-			if key[0] == 'p' {
+			if key[0] == 's' {
+				e.Skip = s
+			} else if key[0] == 'p' {
 				if havePath {
 					return fmt.Errorf("path given twice")
 				}
@@ -253,12 +261,17 @@ func ParseEntry(line []byte) (Entry, error) {
 	if e.Type != TypeSymlink {
 		e.Target = "" // only symlinks have one
 	}
+	if e.Type != TypeSkipped {
+		e.Skip = ""
+	} else if e.Skip == "" {
+		e.Skip = "not copied"
+	}
 	return e, nil
 }
 
 func validType(c byte) bool {
 	switch c {
-	case TypeFile, TypeDir, TypeSymlink, TypeFIFO, TypeSocket, TypeDevice, TypeOtherFS:
+	case TypeFile, TypeDir, TypeSymlink, TypeFIFO, TypeSocket, TypeDevice, TypeOtherFS, TypeSkipped:
 		return true
 	}
 	return false

@@ -163,7 +163,7 @@ func (sc *scanner) dir(fd, prev int, path string, skipLocks bool, depth int) err
 			continue // another filesystem's mount point: special, never counted
 		}
 		if depth+1 > maxDepth {
-			return tooDeep(rel)
+			continue // skipped (reasonTooDeep): special, never counted
 		}
 		sub, err := openDirAt(fd, de.name)
 		if err != nil {

@@ -3,8 +3,10 @@ package snap
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -400,9 +402,10 @@ func TestRotationKeepsExactlyN(t *testing.T) {
 	}
 }
 
-// A read error mid-take (injected: root reads mode-000 files) fails the
-// take clearly and leaves the older snapshots and no partial one.
-func TestUnreadableFileFailsCleanly(t *testing.T) {
+// A file the take cannot read (injected EACCES: root reads mode-000
+// files) is listed skipped with its reason and left out; the take
+// succeeds for the rest, and the next take, once it reads, copies it.
+func TestUnreadableFileSkipped(t *testing.T) {
 	needRoot(t)
 	w := newWorker(t, t.TempDir())
 	write(t, filepath.Join(w.Store(), "good"), "good", 0o644)
@@ -410,6 +413,7 @@ func TestUnreadableFileFailsCleanly(t *testing.T) {
 	r1 := take(t, w, o)
 	before := treeState(t, w.Snapshot(r1.ID))
 	write(t, filepath.Join(w.Store(), "bad"), "bad", 0o000)
+	write(t, filepath.Join(w.Store(), "new"), "new", 0o644)
 	copyFault = func(p string) error {
 		if p == "store/bad" {
 			return unix.EACCES
@@ -417,18 +421,68 @@ func TestUnreadableFileFailsCleanly(t *testing.T) {
 		return nil
 	}
 	defer func() { copyFault = nil }()
-	_, err := Take(context.Background(), w, o)
-	if err == nil || !strings.Contains(err.Error(), "store/bad") || !errors.Is(err, unix.EACCES) {
-		t.Fatalf("take = %v, want an error naming store/bad", err)
+	r2, err := Take(context.Background(), w, o)
+	copyFault = nil
+	if err != nil || r2.ID == "" {
+		t.Fatalf("take = %v, %+v", err, r2)
 	}
-	ids, _ := IDs(w)
-	if len(ids) != 1 || ids[0] != r1.ID {
-		t.Fatalf("snapshots after failure: %v", ids)
+	got := lines(mustRead(t, w.SnapshotChanges(r2.ID)))
+	if !contains(got, "skipped store/bad (cannot be read: permission denied)") || !contains(got, ">f+++++++++ store/new") {
+		t.Fatalf("change list:\n%s", strings.Join(got, "\n"))
+	}
+	if _, err := os.Lstat(filepath.Join(w.Snapshot(r2.ID), "store/bad")); !os.IsNotExist(err) {
+		t.Fatalf("snapshot holds the unreadable file: %v", err)
 	}
 	if got := treeState(t, w.Snapshot(r1.ID)); got != before {
-		t.Fatal("older snapshot changed by a failed take")
+		t.Fatal("older snapshot changed")
 	}
 	assertNoPartial(t, w.Snapshots())
+	r3 := take(t, w, o)
+	if got := lines(mustRead(t, w.SnapshotChanges(r3.ID))); !contains(got, ">f+++++++++ store/bad") {
+		t.Fatalf("readable again, change list:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// A write lease on a store file (F_SETLEASE F_WRLCK, held by another
+// process as a box's would be) makes the take's non-blocking open fail
+// with EWOULDBLOCK: the file is skipped ("a lease is held on it") and the
+// take succeeds at once instead of failing (issue 17) or waiting for the
+// lease to break. Released, the next take copies it.
+func TestLeasedFileSkipped(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	write(t, filepath.Join(w.Store(), "good"), "good", 0o644)
+	write(t, filepath.Join(w.Store(), "leased"), "leased", 0o644)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "SNAP_CHILD=lease", "SNAP_FILE="+filepath.Join(w.Store(), "leased"))
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer stdin.Close()
+	ready := make([]byte, 3)
+	if _, err := io.ReadFull(stdout, ready); err != nil || string(ready) != "ok\n" {
+		t.Fatalf("lease holder: %q, %v", ready, err)
+	}
+	o := opts(10)
+	r, err := Take(context.Background(), w, o)
+	if err != nil || r.ID == "" {
+		t.Fatalf("take under a lease = %v, %+v", err, r)
+	}
+	got := lines(mustRead(t, w.SnapshotChanges(r.ID)))
+	if !contains(got, "skipped store/leased (a lease is held on it)") || !contains(got, ">f+++++++++ store/good") {
+		t.Fatalf("change list:\n%s", strings.Join(got, "\n"))
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("lease holder: %v", err)
+	}
+	r2 := take(t, w, o)
+	if got := lines(mustRead(t, w.SnapshotChanges(r2.ID))); !contains(got, ">f+++++++++ store/leased") {
+		t.Fatalf("lease released, change list:\n%s", strings.Join(got, "\n"))
+	}
 }
 
 func assertNoPartial(t *testing.T, dir string) {

@@ -9,25 +9,57 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/home"
 )
 
 // maxDepth bounds how deep a store may nest folders: the walk keeps one
 // descriptor per level open (source, snapshot, previous snapshot), so a
-// hostile store nested deeper fails the take with a clear error instead of
-// exhausting descriptors.
+// folder deeper than that in a hostile store is not walked: it is listed
+// skipped (reasonTooDeep) and the take goes on with the rest.
 const maxDepth = 1000
 
-// tooDeep is the error for a folder below maxDepth levels, naming it by
-// the start and end of its path.
-func tooDeep(rel string) error {
-	p := EscapeName(rel)
-	if len(p) > 120 {
-		p = p[:60] + "..." + p[len(p)-50:]
+// reasonTooDeep is the skip reason of a folder below maxDepth levels.
+var reasonTooDeep = fmt.Sprintf("nested deeper than %d folders", maxDepth)
+
+// skipError is a store file or folder the take cannot read (docs/store.md,
+// "uncopyable"): the source's own failure, never the snapshot's. The
+// entry is listed skipped with the reason and the take goes on.
+type skipError struct {
+	reason string
+	err    error
+}
+
+func (e *skipError) Error() string { return e.err.Error() }
+func (e *skipError) Unwrap() error { return e.err }
+
+// sourceError wraps err, from opening a store file or folder (or reading
+// it), as a skipError when it is the entry's own: a lease a box holds on
+// it (EWOULDBLOCK: the open does not wait for the lease to break), a
+// permission an LSM or a filesystem denies even to root, an I/O error on
+// it. Anything else (the snapshot's side, a bug) is returned as is.
+func sourceError(err error, what string) error {
+	var en unix.Errno
+	if !errors.As(err, &en) {
+		return err
 	}
-	return errs.WithHint(fmt.Errorf("folders nested deeper than %d levels (at %s); refusing to walk further", maxDepth, p),
-		"flatten that part of the store (the walk keeps descriptors open for every level)")
+	reason := ""
+	switch en {
+	case unix.EWOULDBLOCK:
+		reason = "a lease is held on it"
+	case unix.EACCES, unix.EPERM:
+		reason = what + ": permission denied"
+	case unix.EIO:
+		reason = what + ": I/O error"
+	default:
+		return err
+	}
+	return &skipError{reason: reason, err: err}
+}
+
+// skipped is e recorded as not copied, for reason.
+func skipped(e Entry, reason string) Entry {
+	return Entry{Path: e.Path, Type: TypeSkipped, Mode: e.Mode, UID: e.UID, GID: e.GID, Size: e.Size,
+		Mtime: e.Mtime, Ino: e.Ino, Ctime: e.Ctime, Skip: reason}
 }
 
 // devIno names a source inode.
@@ -235,7 +267,8 @@ func (w *walker) entry(src, dst, prevDir int, path, name string, depth int, b *b
 			return nil
 		}
 		if depth+1 > maxDepth {
-			return tooDeep(rel)
+			w.add(skipped(e, reasonTooDeep))
+			return nil
 		}
 		return w.subdir(src, dst, prevDir, rel, name, e, &st, depth)
 	case TypeSymlink:
@@ -275,7 +308,11 @@ func (w *walker) entry(src, dst, prevDir int, path, name string, depth int, b *b
 		}
 		if w.build {
 			if err := w.buildFile(src, dst, prevDir, name, &e, &st, &w.copyBuf); err != nil {
-				return err
+				var se *skipError
+				if !errors.As(err, &se) {
+					return err
+				}
+				e, w.newLeader = skipped(e, se.reason), false
 			}
 		}
 		first := w.build && e.Group == w.groups+1
@@ -303,6 +340,11 @@ func (w *walker) subdir(src, dst, prevDir int, rel, name string, e Entry, st *un
 		return errRaced // swapped for something else since the stat
 	}
 	if err != nil {
+		var se *skipError
+		if errors.As(sourceError(err, "cannot be opened"), &se) {
+			w.add(skipped(e, se.reason))
+			return nil
+		}
 		return fmt.Errorf("open folder %s: %w", EscapeName(rel), err)
 	}
 	var fst unix.Stat_t
@@ -506,6 +548,11 @@ func (w *walker) fileOp(src, dst, prevDir int, name string, idx int, e Entry, bu
 			}
 			return nil
 		}
+		var se *skipError
+		if errors.As(err, &se) {
+			w.fix(fileFix{idx: idx, e: skipped(e, se.reason)})
+			return nil
+		}
 		if !errors.Is(err, errRaced) {
 			return err
 		}
@@ -576,7 +623,7 @@ func (w *walker) applyFixes() {
 func copyFile(src, dst int, name string, e *Entry, buf *[]byte) error {
 	if copyFault != nil {
 		if err := copyFault(e.Path); err != nil {
-			return fmt.Errorf("read %s: %w", EscapeName(e.Path), err)
+			return fmt.Errorf("read %s: %w", EscapeName(e.Path), sourceError(err, "cannot be read"))
 		}
 	}
 	sfd, err := openRead(src, name)
@@ -584,7 +631,7 @@ func copyFile(src, dst int, name string, e *Entry, buf *[]byte) error {
 		return errRaced
 	}
 	if err != nil {
-		return fmt.Errorf("open %s: %w", EscapeName(e.Path), err)
+		return fmt.Errorf("open %s: %w", EscapeName(e.Path), sourceError(err, "cannot be opened"))
 	}
 	defer unix.Close(sfd)
 	var before unix.Stat_t
