@@ -19,6 +19,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/roster-sh/roster/lib/cli/out"
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/home"
 )
@@ -39,14 +40,8 @@ func (g *Globals) OpenHome() (home.Home, error) { return home.Open(g.Home) }
 
 type hasGlobals interface{ globals() *Globals }
 
-// Env is what a Run method writes to.
-type Env struct {
-	Name   string
-	Stdin  io.Reader
-	Stdout io.Writer
-	Stderr io.Writer
-	Ctx    context.Context
-}
+// Env is what a Run method writes to (lib/cli/out).
+type Env = out.Env
 
 // ExitBusy is errs.ExitBusy, for cmd/roster-box until it names the table
 // in lib/errs.

@@ -1,6 +1,13 @@
-package cli
+// Package out is what every roster program prints (docs/tools.md, "Output
+// and exit codes"): "error:" and "hint:" lines on stderr, lib/errs' exit
+// codes, aligned tables and JSON Lines, all escaped for a terminal. It
+// links no argument parser, so a program that reads its own command line
+// (roster-lock, benchmarked against flock(1)) prints the same lines
+// without linking kong; lib/cli re-exports it for the rest.
+package out
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,11 +15,19 @@ import (
 	"github.com/roster-sh/roster/lib/errs"
 )
 
+// Env is what a command's Run method writes to.
+type Env struct {
+	Name   string
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Ctx    context.Context
+}
+
 // Message prints one "PROG: KIND: msg" line on w, KIND being error, hint,
 // note or warning (refused: an action's refusals, in a box), with msg
 // escaped for a terminal (Printable). Every such line of the suite is made
-// here but the roster wrapper's (cmd/roster's say: linking lib/cli, and so
-// kong, would double its start-up time).
+// here but the roster wrapper's (cmd/roster's say).
 func Message(w io.Writer, prog, kind, msg string) {
 	fmt.Fprintf(w, "%s: %s: %s\n", prog, kind, Printable(msg))
 }

@@ -1,4 +1,4 @@
-package cli
+package out
 
 import (
 	"bytes"

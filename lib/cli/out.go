@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"io"
+
+	"github.com/roster-sh/roster/lib/cli/out"
+)
+
+// The printers are lib/cli/out's; these names keep every program's
+// cli.Table, cli.Report and the rest.
+
+// Failures keeps the first of several failures (out.Failures).
+type Failures = out.Failures
+
+// PrintableWriter escapes a stream for a terminal (out.PrintableWriter).
+type PrintableWriter = out.PrintableWriter
+
+// Message prints one "PROG: KIND: msg" line (out.Message).
+func Message(w io.Writer, prog, kind, msg string) { out.Message(w, prog, kind, msg) }
+
+// Report prints err and returns its exit code (out.Report).
+func Report(env *Env, err error) int { return out.Report(env, err) }
+
+// Table prints an aligned table (out.Table).
+func Table(w io.Writer, header []string, rows [][]string) error { return out.Table(w, header, rows) }
+
+// JSONLine prints v as one line of JSON (out.JSONLine).
+func JSONLine(w io.Writer, v any) error { return out.JSONLine(w, v) }
+
+// Printable escapes s for a terminal (out.Printable).
+func Printable(s string) string { return out.Printable(s) }
+
+// PrintableText is Printable keeping newlines and tabs (out.PrintableText).
+func PrintableText(s string) string { return out.PrintableText(s) }
+
+// IsTerminal reports whether w is a terminal (out.IsTerminal).
+func IsTerminal(w io.Writer) bool { return out.IsTerminal(w) }
+
+// NewPrintableWriter returns a PrintableWriter writing to w (out.NewPrintableWriter).
+func NewPrintableWriter(w io.Writer) *PrintableWriter { return out.NewPrintableWriter(w) }
