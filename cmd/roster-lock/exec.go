@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/cli/out"
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/fsx"
 )
@@ -34,7 +34,7 @@ type command struct {
 
 // lookCommand finds the command before we wait for the lock, so a typo
 // fails at once, with a shell's codes: 127 not found, 126 not executable.
-func lookCommand(env *cli.Env, argv []string) (*command, error) {
+func lookCommand(env *out.Env, argv []string) (*command, error) {
 	path, err := exec.LookPath(argv[0])
 	if err != nil && !errors.Is(err, exec.ErrDot) {
 		return nil, startError(env, argv[0], err)
@@ -42,7 +42,7 @@ func lookCommand(env *cli.Env, argv []string) (*command, error) {
 	return &command{path: path, argv: argv}, nil
 }
 
-func startError(env *cli.Env, name string, err error) error {
+func startError(env *out.Env, name string, err error) error {
 	code, why := 126, err.Error()
 	switch {
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
@@ -135,7 +135,7 @@ func (fw *forwarder) deliver(s syscall.Signal) {
 // reaches the child (every other descriptor, the lock's included, is
 // close-on-exec), and it skips os's one-off pidfd probe, a whole extra
 // fork on the path benchmarked against flock(1).
-func runCommand(env *cli.Env, fw *forwarder, c *command) error {
+func runCommand(env *out.Env, fw *forwarder, c *command) error {
 	files := make([]uintptr, 3)
 	for i := range files {
 		files[i] = uintptr(i)

@@ -8,7 +8,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/roster-sh/roster/lib/cli"
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
@@ -21,15 +20,15 @@ import (
 // no default. A store's .locks is made when it is missing, as flock(1)
 // makes its lock file, unless only listing (ls: nothing is created to be
 // read; a missing one returns a nil folder).
-func (c *CLI) openFolder(g *cli.Globals, ls bool) (*os.File, error) {
+func (c *opts) openFolder(ls bool) (*os.File, error) {
 	var path string
 	var err error
 	inStore := false
 	switch {
 	case c.Worker != "":
-		path, err = workerLocks(g.Home, c.Worker)
+		path, err = workerLocks(c.Home, c.Worker)
 	case c.Store != "":
-		path, inStore, err = storeLocks(g.Home, c.Store)
+		path, inStore, err = storeLocks(c.Home, c.Store)
 	case os.Getenv("ROSTER_OUTBOX") != "":
 		h := os.Getenv("HOME")
 		if h == "" {

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/cli/out"
 	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
 )
@@ -29,7 +29,7 @@ type lockInfo struct {
 // listLocks prints every lock file in the folder with its state. Names a
 // lock cannot have are skipped; a symlink, FIFO or folder under a lock
 // name is shown as refused, never opened through.
-func listLocks(env *cli.Env, dir *os.File, jsonOut bool) error {
+func listLocks(env *out.Env, dir *os.File, jsonOut bool) error {
 	var names []string
 	if dir != nil { // nil: a store with no .locks yet lists nothing
 		var err error
@@ -51,7 +51,7 @@ func listLocks(env *cli.Env, dir *os.File, jsonOut bool) error {
 			if in.Holders == nil {
 				in.Holders = []int{}
 			}
-			if err := cli.JSONLine(env.Stdout, in); err != nil {
+			if err := out.JSONLine(env.Stdout, in); err != nil {
 				return err
 			}
 		}
@@ -78,7 +78,7 @@ func listLocks(env *cli.Env, dir *os.File, jsonOut bool) error {
 		}
 		rows = append(rows, []string{in.Name, state, strings.Join(who, ","), strconv.Itoa(in.Waiting)})
 	}
-	return cli.Table(env.Stdout, []string{"NAME", "STATE", "HOLDERS", "WAITING"}, rows)
+	return out.Table(env.Stdout, []string{"NAME", "STATE", "HOLDERS", "WAITING"}, rows)
 }
 
 // inspect finds one lock's state: /proc/locks where it shows a holder,
