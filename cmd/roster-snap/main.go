@@ -31,6 +31,7 @@ type CLI struct {
 	Take    TakeCmd    `cmd:"" help:"Snapshot a worker's store and channel stores if anything changed; prints the new id."`
 	Ls      LsCmd      `cmd:"" help:"List a worker's snapshots, newest first, with their apparent size and the disk space they share and own."`
 	Diff    DiffCmd    `cmd:"" help:"Itemized changes between two snapshots (default: the newest snapshot vs the live store)."`
+	Changes ChangesCmd `cmd:"" help:"A snapshot's change list (what changed since the snapshot before it); with --restore, what the restore that took a pre-restore snapshot changed."`
 	Restore RestoreCmd `cmd:"" help:"Restore a worker's store (and channel stores) from a snapshot; prints the pre-restore snapshot id (the undo)."`
 	Sweep   SweepCmd   `cmd:"" help:"Take a snapshot of every worker whose store changed (daily)."`
 	Prune   PruneCmd   `cmd:"" help:"Keep only the newest N snapshots of a worker."`

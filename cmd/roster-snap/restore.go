@@ -16,6 +16,7 @@ type RestoreCmd struct {
 	List    bool          `name:"list" help:"List the snapshots instead (same as roster-snap ls)."`
 	From    *string       `name:"from" placeholder:"ID" help:"The snapshot to restore: an id or unique prefix (default: the newest, which right after a restore is its pre-restore snapshot: running restore twice undoes it)."`
 	Channel *string       `name:"channel" placeholder:"CHAN" help:"Restore only this channel's store."`
+	Path    *string       `name:"path" placeholder:"PATH" help:"Restore only this file or folder, a path below the store (below the channel's store with --channel)."`
 	DryRun  bool          `name:"dry-run" help:"Print the change list the restore would make; change nothing."`
 	Force   bool          `name:"force" help:"Restore even while a box of the worker is live (it keeps the old tree until it ends)."`
 	Wait    time.Duration `name:"wait" default:"60s" placeholder:"DUR" help:"Wait at most this long for the store lock, then exit 11."`
@@ -26,6 +27,8 @@ type restoreJSON struct {
 	Worker     string   `json:"worker"`
 	From       string   `json:"from"`
 	PreRestore string   `json:"pre_restore"`
+	Path       string   `json:"path,omitempty"`
+	Put        bool     `json:"put_back,omitempty"`
 	Changes    int      `json:"changes"`
 	Trashed    []string `json:"trashed"`
 }
@@ -49,6 +52,14 @@ func (c *RestoreCmd) Run(g *cli.Globals, env *cli.Env) error {
 		}
 		channel = *c.Channel
 	}
+	path := ""
+	if c.Path != nil {
+		p, err := snap.CleanRestorePath(*c.Path, channel == "")
+		if err != nil {
+			return err
+		}
+		path = p
+	}
 	h, w, err := worker(g, c.Worker)
 	if err != nil {
 		return err
@@ -61,7 +72,7 @@ func (c *RestoreCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if !c.DryRun {
 		done = progress(env, &opt, "restore")
 	}
-	r, err := snap.Restore(env.Ctx, w, snap.RestoreOptions{Options: opt, From: from, Channel: channel, DryRun: c.DryRun, Force: c.Force})
+	r, err := snap.Restore(env.Ctx, w, snap.RestoreOptions{Options: opt, From: from, Channel: channel, Path: path, DryRun: c.DryRun, Force: c.Force})
 	done()
 	if err != nil {
 		if r != nil && r.PreRestore != "" {
@@ -77,13 +88,22 @@ func (c *RestoreCmd) Run(g *cli.Globals, env *cli.Env) error {
 	}
 	if c.JSON {
 		return cli.JSONLine(env.Stdout, restoreJSON{Worker: c.Worker, From: r.From, PreRestore: r.PreRestore,
-			Changes: len(r.Changes), Trashed: nonNil(r.Trashed)})
+			Path: path, Put: r.Put, Changes: len(r.Changes), Trashed: nonNil(r.Trashed)})
 	}
 	undo := fmt.Sprintf("roster-snap restore %s --from %s", c.Worker, r.PreRestore)
 	if channel != "" {
 		undo += " --channel " + strconv.Quote(channel)
 	}
-	fmt.Fprintf(env.Stderr, "roster-snap: restored %s from snapshot %s; undo with `%s`\n", c.Worker, r.From, undo)
+	what := c.Worker
+	if path != "" {
+		what = strconv.Quote(path) + " of " + c.Worker
+		// A path the restore put back is not in its undo snapshot: the
+		// undo is that tree's restore (exact until something else changes).
+		if !r.Put {
+			undo += " --path " + strconv.Quote(path)
+		}
+	}
+	fmt.Fprintf(env.Stderr, "roster-snap: restored %s from snapshot %s; undo with `%s`\n", what, r.From, undo)
 	fmt.Fprintln(env.Stdout, r.PreRestore)
 	return nil
 }

@@ -17,6 +17,10 @@ const (
 	RestorePrefix        = ".restore-"      // W/.restore-*: a restore's staging trees
 )
 
+// SnapRestoreChanges is, in a pre-restore snapshot ID, the change list of
+// the restore that took it (ID/restore-changes.txt).
+const SnapRestoreChanges = "restore-changes.txt"
+
 // Snapshot is the folder of one complete snapshot.
 func (w Worker) Snapshot(id string) string { return filepath.Join(w.Dir, SnapshotsDir, id) }
 

@@ -39,6 +39,10 @@ func TestMain(m *testing.M) {
 		w := home.Home{Dir: os.Getenv("SNAP_HOME")}.Worker("dobby")
 		_, err := Restore(context.Background(), w, RestoreOptions{Options: Options{Keep: 1000, Wait: time.Minute}, From: os.Getenv("SNAP_FROM")})
 		exitWith(err)
+	case "restore-path":
+		w := home.Home{Dir: os.Getenv("SNAP_HOME")}.Worker("dobby")
+		_, err := Restore(context.Background(), w, RestoreOptions{Options: Options{Keep: 1000, Wait: time.Minute}, From: os.Getenv("SNAP_FROM"), Path: killedPath})
+		exitWith(err)
 	}
 }
 
@@ -166,8 +170,9 @@ func TestKilledTakeNeverListsAWrongSnapshot(t *testing.T) {
 }
 
 // kill -9 a restore at random instants: the store is entirely the old
-// tree or entirely the restored one, and whenever the restored one is in
-// place its pre-restore snapshot (the undo) exists.
+// tree or entirely the restored one, whenever the restored one is in
+// place its pre-restore snapshot (the undo) exists, and a restore's
+// change list is kept only by a restore that swapped its tree in.
 func TestKilledRestoreLeavesOldOrNewTree(t *testing.T) {
 	needRoot(t)
 	t.Parallel()
@@ -209,6 +214,14 @@ func TestKilledRestoreLeavesOldOrNewTree(t *testing.T) {
 		if after != before && after != targetState {
 			t.Fatalf("iteration %d: store is a mix of old and restored", i)
 		}
+		if after == before {
+			ids, _ := IDs(w)
+			for _, id := range ids[len(idsBefore):] {
+				if _, err := os.Stat(filepath.Join(w.Snapshot(id), home.SnapRestoreChanges)); err == nil {
+					t.Fatalf("iteration %d: snapshot %s keeps the change list of a restore that was not done", i, id)
+				}
+			}
+		}
 		if after == targetState && after != before {
 			done++
 			ids, _ := IDs(w)
@@ -219,6 +232,99 @@ func TestKilledRestoreLeavesOldOrNewTree(t *testing.T) {
 					found = true
 				}
 			}
+			if !found {
+				t.Fatalf("iteration %d: restored without a pre-restore snapshot of the old state", i)
+			}
+		}
+	}
+	t.Logf("%d of %d restores completed before the kill", done, iterations)
+}
+
+// killedPath is the folder TestKilledRestorePathLeavesOldOrNewPath restores.
+const killedPath = "d03"
+
+// kill -9 a restore --path at random instants: the path is entirely the
+// old or the restored folder, the rest of the store never changes, a
+// restored path always has its pre-restore snapshot, and a restore's
+// change list is kept only by a restore that swapped its path in.
+func TestKilledRestorePathLeavesOldOrNewPath(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	dir := t.TempDir()
+	w := newWorker(t, dir)
+	populate(t, w.Store(), 300)
+	o := opts(1000)
+	sub := filepath.Join(w.Store(), killedPath)
+	x := take(t, w, o).ID
+	stateX := treeState(t, sub)
+	for i := 3; i < 300; i += 20 {
+		if i%40 == 3 {
+			write(t, filepath.Join(sub, fmt.Sprintf("f%03d", i)), "changed in Y", 0o600)
+		} else {
+			os.Remove(filepath.Join(sub, fmt.Sprintf("f%03d", i)))
+		}
+	}
+	write(t, filepath.Join(sub, "new/deep"), "only in Y", 0o644)
+	write(t, filepath.Join(w.Store(), "d04/f004"), "changed in Y", 0o644)
+	y := take(t, w, o).ID
+	stateY := treeState(t, sub)
+	rest := func() string {
+		st := treeState(t, w.Store())
+		var out []string
+		for _, l := range strings.Split(st, "\n") {
+			if !strings.HasPrefix(l, `"`+killedPath) && !strings.HasPrefix(l, `"."`) {
+				out = append(out, l)
+			}
+		}
+		return strings.Join(out, "\n")
+	}
+	others := rest()
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	start := time.Now()
+	runKilled(t, rng, dir, "restore-path", x, time.Hour) // calibration: one whole restore
+	span := time.Since(start) * 13 / 10
+	if treeState(t, sub) != stateX {
+		t.Fatal("a whole restore --path did not restore")
+	}
+	iterations := 40
+	if testing.Short() {
+		iterations = 10
+	}
+	done := 0
+	for i := 0; i < iterations; i++ {
+		before := treeState(t, sub)
+		target, targetState := x, stateX
+		if before == stateX {
+			target, targetState = y, stateY
+		} else if before != stateY {
+			t.Fatalf("iteration %d: the path is neither state", i)
+		}
+		idsBefore, _ := IDs(w)
+		span = adapt(span, runKilled(t, rng, dir, "restore-path", target, span))
+		after := treeState(t, sub)
+		if after != before && after != targetState {
+			t.Fatalf("iteration %d: the path is a mix of old and restored", i)
+		}
+		if rest() != others {
+			t.Fatalf("iteration %d: a restore --path changed the store outside the path", i)
+		}
+		ids, _ := IDs(w)
+		restored := after == targetState && after != before
+		found := false
+		for _, id := range ids[len(idsBefore):] {
+			h := readManifest(t, w.SnapshotManifest(id)).Header
+			if h.Label != LabelPreRestore {
+				continue
+			}
+			if treeState(t, filepath.Join(w.Snapshot(id), "store", killedPath)) == before {
+				found = true
+			}
+			if _, err := os.Stat(filepath.Join(w.Snapshot(id), home.SnapRestoreChanges)); err == nil && !restored {
+				t.Fatalf("iteration %d: snapshot %s keeps the change list of a restore that was not done", i, id)
+			}
+		}
+		if restored {
+			done++
 			if !found {
 				t.Fatalf("iteration %d: restored without a pre-restore snapshot of the old state", i)
 			}

@@ -145,7 +145,9 @@ func (s *session) forgetIn(id, tree, enc string, dry bool) (int, bool, error) {
 	folder := unix.Fstatat(sfd, tree, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
 	changes, _ := readFileAt(sfd, home.SnapChanges)
 	scrubbed := DropTreeLines(changes, tree)
-	had := removed > 0 || folder || len(scrubbed) != len(changes)
+	rchanges, _ := readFileAt(sfd, home.SnapRestoreChanges) // a pre-restore snapshot's restore (restore_changes.go)
+	rscrubbed := DropTreeLines(rchanges, tree)
+	had := removed > 0 || folder || len(scrubbed) != len(changes) || len(rscrubbed) != len(rchanges)
 	if dry || !had {
 		return removed, had, nil
 	}
@@ -159,6 +161,11 @@ func (s *session) forgetIn(id, tree, enc string, dry bool) (int, bool, error) {
 	if len(scrubbed) != len(changes) {
 		if err := replaceAt(sfd, home.SnapChanges, scrubbed); err != nil {
 			return 0, true, fmt.Errorf("snapshot %s: rewrite change list: %w", id, err)
+		}
+	}
+	if len(rscrubbed) != len(rchanges) {
+		if err := replaceAt(sfd, home.SnapRestoreChanges, rscrubbed); err != nil {
+			return 0, true, fmt.Errorf("snapshot %s: rewrite the restore's change list: %w", id, err)
 		}
 	}
 	if folder {

@@ -62,6 +62,9 @@ type Header struct {
 	Bytes    int64     `json:"bytes"` // sum of regular-file sizes (each hardlinked inode once)
 	Unstable int       `json:"unstable"`
 	Skipped  int       `json:"skipped"`
+	// Scope, in a restore record (record.go) only: the trees or paths the
+	// restore put back ("store", "channel-stores/ENC", "store/notes").
+	Scope []string `json:"scope,omitempty"`
 }
 
 // LabelPreRestore marks the snapshot a restore takes first (its undo).

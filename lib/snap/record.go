@@ -70,24 +70,49 @@ func (s *session) readRecordManifest() *Manifest {
 
 // restoredBase is what the first take after a restore compares with to
 // list a run's changes (docs/store.md: a restore's own changes belong to
-// the restore, not to the next run): for each tree the restore put back,
-// the snapshot it came from, with each restored file as the record left
-// it (its live inode and ctime); for the other trees, the previous
-// snapshot.
-func restoredBase(prev, from, rec []Entry) []Entry {
-	restored := map[string]bool{}
-	for i := range rec {
-		restored[treeOf(rec[i].Path)] = true
+// the restore, not to the next run): for each tree or path the restore
+// put back (scope), the snapshot it came from, with each restored file as
+// the record left it (its live inode and ctime); for everything else, the
+// previous snapshot. A folder above a restored path that prev lacks is
+// one the restore made on the way down to it: from's too. A record
+// without a scope (an older one) names its trees by its files.
+func restoredBase(prev, from, rec []Entry, scope []string) []Entry {
+	if len(scope) == 0 {
+		seen := map[string]bool{}
+		for i := range rec {
+			if t := treeOf(rec[i].Path); !seen[t] {
+				seen[t] = true
+				scope = append(scope, t)
+			}
+		}
+	}
+	restored := func(p string) bool {
+		for _, r := range scope {
+			if inTree(p, r) {
+				return true
+			}
+		}
+		return false
+	}
+	above := func(p string) bool {
+		for _, r := range scope {
+			if strings.HasPrefix(r, p+"/") {
+				return true
+			}
+		}
+		return false
 	}
 	byRec := index(rec)
+	inPrev := map[string]bool{}
 	var out []Entry
 	for _, e := range prev {
-		if !restored[treeOf(e.Path)] {
+		if !restored(e.Path) {
 			out = append(out, e)
+			inPrev[e.Path] = true
 		}
 	}
 	for _, e := range from {
-		if !restored[treeOf(e.Path)] {
+		if !restored(e.Path) && (!above(e.Path) || inPrev[e.Path]) {
 			continue
 		}
 		if r := byRec[e.Path]; r != nil && e.Type == TypeFile && r.Type == TypeFile {
@@ -112,8 +137,8 @@ func (s *session) dropRecord() error {
 }
 
 // writeRecord replaces the restore record (atomically, durably).
-func (s *session) writeRecord(from, pre string, at time.Time, entries []Entry) error {
-	m := &Manifest{Header: Header{Format: ManifestFormat, ID: from, TakenAt: at.UTC(), Label: LabelRecord, Prev: pre, Entries: len(entries)}, Entries: entries}
+func (s *session) writeRecord(from, pre string, at time.Time, scope []string, entries []Entry) error {
+	m := &Manifest{Header: Header{Format: ManifestFormat, ID: from, TakenAt: at.UTC(), Label: LabelRecord, Prev: pre, Entries: len(entries), Scope: scope}, Entries: entries}
 	tmp := recordName + ".tmp-" + strconv.Itoa(os.Getpid())
 	unix.Unlinkat(s.snaps, tmp, 0)
 	fd, err := unix.Openat(s.snaps, tmp, openNewFlags, 0o600)
@@ -224,6 +249,17 @@ func (s *session) recordEntries(trees []restoreTree) ([]Entry, error) {
 // and the metadata the snapshot gave it.
 func (s *session) recordTree(p *pool, t *restoreTree) error {
 	t.rec = make([]Entry, len(t.entries))
+	if e := &t.entries[0]; e.Type != TypeDir {
+		// restore --path of one file (or symlink: nothing to record).
+		var st unix.Stat_t
+		if e.Type == TypeFile && t.sino[0] != 0 && unix.Fstatat(t.parent, t.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			if now := entryOf(e.Path, &st); sameMeta(&now, e) {
+				now.SnapIno = t.sino[0]
+				t.rec[0] = now
+			}
+		}
+		return nil
+	}
 	root, err := openDirAt(t.parent, t.name)
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ type RestoreOptions struct {
 	Options
 	From    string // snapshot id or unique prefix; "" = the newest
 	Channel string // restore only this channel's store ("" = the store and every channel store in the snapshot)
+	Path    string // restore only this file or folder, below the store (or Channel's store); see CleanRestorePath
 	DryRun  bool   // only list the changes the restore would make
 	Force   bool   // restore even while a box of the worker is live
 }
@@ -29,6 +30,7 @@ type RestoreResult struct {
 	PreRestore string   // the snapshot of the state before (the undo); "" on a dry run
 	Changes    []Change // the changes to the live trees
 	Trashed    []string // old trees kept in .trash/ because a box was live
+	Put        bool     // restore --path: the path was not in the live tree (the restore puts it back)
 }
 
 // resolve picks the snapshot a prefix names (the newest for "").
@@ -63,12 +65,20 @@ type restoreTree struct {
 	rec     []Entry  // per entry: its restore record line (SnapIno 0: none)
 }
 
-// Restore replaces worker w's store (and channel stores) with a snapshot's
-// copy (docs/store.md, "Restore"), under the store lock held exclusively. Its
-// steps: resolve the snapshot and its trees, take the pre-restore snapshot
-// (the undo), stage every tree, swap them all in, dispose of the old ones,
-// and write the restore record.
+// Restore replaces worker w's store (and channel stores), or one path of
+// it (restore_path.go), with a snapshot's copy (docs/store.md, "Restore"),
+// under the store lock held exclusively. Its steps: resolve the snapshot
+// and its trees, take the pre-restore snapshot (the undo), stage every
+// tree, swap them all in, keep the restore's change list with the undo,
+// dispose of the old trees, and write the restore record.
 func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreResult, error) {
+	var rel string
+	if opt.Path != "" {
+		var err error
+		if rel, err = CleanRestorePath(opt.Path, opt.Channel == ""); err != nil {
+			return nil, err
+		}
+	}
 	s, err := open(ctx, w, opt.Wait)
 	if err != nil {
 		return nil, err
@@ -83,10 +93,24 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 		return nil, err
 	}
 	res := &RestoreResult{From: from}
-	trees, closeTrees, err := s.restoreTrees(m, opt.Channel)
+	trees, closeTrees, err := s.restoreTrees(m, opt.Channel, opt.Path)
 	defer closeTrees()
 	if err != nil {
 		return nil, err
+	}
+	var scope []string // what the restore puts back (the restore record's scope)
+	if opt.Path != "" {
+		nt, put, closeNarrow, err := s.narrowTree(trees[0], rel, from)
+		defer closeNarrow()
+		if err != nil {
+			return nil, err
+		}
+		scope = []string{trees[0].path + "/" + rel}
+		trees, res.Put = []restoreTree{nt}, put
+	} else {
+		for _, t := range trees {
+			scope = append(scope, t.path)
+		}
 	}
 	if opt.DryRun {
 		live, err := s.liveEntries(trees)
@@ -123,10 +147,21 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 	}
 	opt.phase(s.w.Name, "restoring", total)
 	if err := s.stageAll(sg, trees, from, reuse, opt.Progress); err != nil {
+		s.writeRestoreChanges(pre, nil, nil) // it changed nothing
 		return res, err
 	}
+	var times folderTimes
+	if opt.Path != "" {
+		times = keepTimes(trees[0].parent)
+	}
 	olds, err := s.swapAll(trees, pre)
+	// The restore's own change list goes with its pre-restore snapshot
+	// (restore_changes.go), for the trees it swapped in.
+	kerr := s.writeRestoreChanges(pre, res.Changes, trees[:len(olds)])
 	if err != nil {
+		return res, err
+	}
+	if err := times.put(); err != nil {
 		return res, err
 	}
 	if err := s.disposeAll(res, trees, olds, len(boxes) > 0); err != nil {
@@ -136,7 +171,10 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 	// next take links instead of copying them all. Only a cache: a failure
 	// here costs that take time, never correctness.
 	if recs, err := s.recordEntries(trees); err == nil {
-		s.writeRecord(from, pre, opt.now(), recs)
+		s.writeRecord(from, pre, opt.now(), scope, recs)
+	}
+	if kerr != nil {
+		return res, fmt.Errorf("%w (the restore itself is done)", kerr)
 	}
 	return res, nil
 }
@@ -228,7 +266,8 @@ func (s *session) stageAll(sg *stager, trees []restoreTree, from string, reuse b
 
 // swapAll swaps every staged tree in, back to back; olds[i] tells whether
 // tree i had an old tree, now at its staging name. A failed swap removes
-// the staging trees not swapped in and hints at the undo (pre).
+// the staging trees not swapped in and hints at the undo (pre); olds
+// then covers the trees swapped in before it.
 func (s *session) swapAll(trees []restoreTree, pre string) ([]bool, error) {
 	olds := make([]bool, len(trees))
 	for i := range trees {
@@ -245,7 +284,7 @@ func (s *session) swapAll(trees []restoreTree, pre string) ([]bool, error) {
 				err = errs.WithHint(fmt.Errorf("%w (%s restored, the rest not)", err, strings.Join(done, ", ")),
 					"undo with `roster-snap restore "+s.w.Name+" --from "+pre+"`, or run the restore again")
 			}
-			return nil, err
+			return olds[:i], err
 		}
 		olds[i] = old
 	}
@@ -272,7 +311,7 @@ func (s *session) disposeAll(res *RestoreResult, trees []restoreTree, olds []boo
 
 // restoreTrees picks the trees to restore from manifest m and opens their
 // live parents.
-func (s *session) restoreTrees(m *Manifest, channel string) ([]restoreTree, func(), error) {
+func (s *session) restoreTrees(m *Manifest, channel, path string) ([]restoreTree, func(), error) {
 	var fds []int
 	done := func() {
 		for _, fd := range fds {
@@ -286,6 +325,8 @@ func (s *session) restoreTrees(m *Manifest, channel string) ([]restoreTree, func
 			return nil, done, err
 		}
 		paths = []string{home.SnapChannelStoresDir + "/" + enc}
+	} else if path != "" {
+		paths = []string{home.SnapStoreDir}
 	} else {
 		for i := range m.Entries {
 			p := m.Entries[i].Path
@@ -410,6 +451,17 @@ func inTrees(es []Entry, trees []restoreTree) []Entry {
 func (s *session) liveEntries(trees []restoreTree) ([]Entry, error) {
 	w := newWalker(nil, false)
 	for _, t := range trees {
+		if t.entries[0].Type != TypeDir || t.path != treeOf(t.path) {
+			// restore --path: the live one may be a file, or gone.
+			leaf, done, err := liveLeaf(t.parent, t.name, t.path)
+			if err != nil {
+				return nil, err
+			}
+			if done {
+				w.entries = append(w.entries, leaf...)
+				continue
+			}
+		}
 		fd, err := openDirAt(t.parent, t.name)
 		if err == unix.ENOENT {
 			continue

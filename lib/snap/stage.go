@@ -54,6 +54,9 @@ func (sg *stager) close() error {
 // never shared with a snapshot (take never links a live file), so this
 // never links a snapshot's inode into the store.
 func (s *session) stage(sg *stager, t *restoreTree, from string, reuse bool, progress func(int)) error {
+	if t.entries[0].Type != TypeDir {
+		return s.stageLeaf(t, from) // restore --path of a file or symlink
+	}
 	ts := &treeStage{sg: sg, t: t, from: from}
 	top, err := ts.openTop(s, reuse)
 	if err != nil {
@@ -402,12 +405,17 @@ func (s *session) makeLocksMount(dst int) error {
 // restoreFile copies one snapshot file into a new inode of the staging
 // tree. It returns the snapshot file's inode.
 func restoreFile(src, dst int, name string, e *Entry, buf *[]byte) (uint64, error) {
+	return restoreFileAs(src, name, dst, name, e, buf)
+}
+
+// restoreFileAs is restoreFile from srcName to a new dstName.
+func restoreFileAs(src int, srcName string, dst int, dstName string, e *Entry, buf *[]byte) (uint64, error) {
 	if copyFault != nil {
 		if err := copyFault(e.Path); err != nil {
 			return 0, err
 		}
 	}
-	sfd, err := openRead(src, name)
+	sfd, err := openRead(src, srcName)
 	if err != nil {
 		return 0, err
 	}
@@ -419,7 +427,7 @@ func restoreFile(src, dst int, name string, e *Entry, buf *[]byte) (uint64, erro
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return 0, fmt.Errorf("not a regular file in the snapshot")
 	}
-	dfd, err := unix.Openat(dst, name, openNewFlags, 0o600)
+	dfd, err := unix.Openat(dst, dstName, openNewFlags, 0o600)
 	if err != nil {
 		return 0, err
 	}

@@ -109,15 +109,20 @@ func (s *session) take(ctx context.Context, opt *Options, label string, force bo
 		return nil, err
 	}
 	base, baseIdx := prev.Entries, byPath
+	restored := false // the change list is against what a restore put back, not prev
 	if rm := s.readRecordManifest(); rm != nil && rm.Header.ID != "" && rm.Header.ID != res.Prev {
 		if from, err := s.manifest(rm.Header.ID); err == nil {
-			base = restoredBase(prev.Entries, from.Entries, rm.Entries)
+			base = restoredBase(prev.Entries, from.Entries, rm.Entries, rm.Header.Scope)
 			baseIdx = index(base)
+			restored = true
 		}
 	}
 	changes := compare(base, baseIdx, walk.entries, false)
 	changes = append(changes, walk.raced...)
-	if !force && res.Prev != "" && !anyChange(changes) && !anyRelinked(walk.entries) {
+	// An empty list against a restore's base is no "unchanged": the scan
+	// found the trees differ from prev (a restore put a file back), and
+	// the snapshot records them, its list empty.
+	if !force && res.Prev != "" && !restored && !anyChange(changes) && !anyRelinked(walk.entries) {
 		res.Unchanged = true // it settled back between the scan and the copy
 		return res, nil
 	}
