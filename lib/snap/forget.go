@@ -32,9 +32,9 @@ const manifestTmp = home.SnapManifest + ".forget-tmp"
 // the live tree and from every snapshot of w, under w's store lock
 // (docs/store.md, "Forgetting a conversation"). For each snapshot holding
 // it, the manifest is rewritten without the subtree's entries (atomically:
-// a temporary file, fsync, rename), the change list without its lines,
-// and then the subtree is deleted; a restore record naming it is dropped
-// (it is a cache). Each step can be done again: a killed ForgetChannel is
+// a temporary file, fsync, rename), the change list without its lines
+// (and a restore's, restore_changes.go), and then the subtree is deleted;
+// a restore record naming it is dropped (it is a cache). Each step can be done again: a killed ForgetChannel is
 // finished by the next call. Nothing else of any snapshot changes: its id,
 // header (but the counts) and every other entry stay.
 func ForgetChannel(ctx context.Context, w home.Worker, enc string, dry bool, opt Options) (*ForgetResult, error) {

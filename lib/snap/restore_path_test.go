@@ -333,3 +333,101 @@ func TestRestoreKeepsItsChangeList(t *testing.T) {
 		t.Fatalf("the take after the restore lists:\n%s", mustRead(t, w.SnapshotChanges(n.ID)))
 	}
 }
+
+// FuzzCleanRestorePath: an accepted --path, joined below a folder, stays
+// below it; it has no empty, "." or ".." component, no NUL, no leading or
+// trailing slash, never names the .locks mount point in the store; and
+// anything refused is a usage error.
+func FuzzCleanRestorePath(f *testing.F) {
+	for _, s := range []string{"notes/a.md", "notes/", "a//b", "../x", "a/../b", "/etc", ".", "./a", ".locks", ".locks/x", ".locksmith", "a/.", "\x00", "d/\xff\xfe", "a\nb/"} {
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, p string, inStore bool) {
+		got, err := CleanRestorePath(p, inStore)
+		if err != nil {
+			if !errors.Is(err, errs.ErrUsage) {
+				t.Fatalf("%q: %v is not a usage error", p, err)
+			}
+			return
+		}
+		if got == "" || strings.HasPrefix(got, "/") || strings.HasSuffix(got, "/") || strings.IndexByte(got, 0) >= 0 {
+			t.Fatalf("%q -> %q", p, got)
+		}
+		for _, c := range strings.Split(got, "/") {
+			if c == "" || c == "." || c == ".." {
+				t.Fatalf("%q -> %q has component %q", p, got, c)
+			}
+		}
+		if inStore && (got == home.StoreLocksName || strings.HasPrefix(got, home.StoreLocksName+"/")) {
+			t.Fatalf("%q -> %q names the lock mount point", p, got)
+		}
+		if rel, err := filepath.Rel("/base", filepath.Join("/base", got)); err != nil || rel != got {
+			t.Fatalf("%q -> %q leaves its folder (%q)", p, got, rel)
+		}
+		if again, err := CleanRestorePath(got, inStore); err != nil || again != got {
+			t.Fatalf("%q -> %q -> %q %v: not stable", p, got, again, err)
+		}
+	})
+}
+
+// forget scrubs a channel's lines from a restore's kept change list too.
+func TestForgetScrubsARestoresChangeList(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	ch := filepath.Join(w.ChannelStores(), "chat")
+	write(t, filepath.Join(ch, "said.txt"), "hello", 0o644)
+	write(t, filepath.Join(w.Store(), "f"), "one", 0o644)
+	o := opts(10)
+	a := take(t, w, o)
+	write(t, filepath.Join(ch, "said.txt"), "hello again", 0o644)
+	write(t, filepath.Join(w.Store(), "f"), "two", 0o644)
+	r, err := Restore(context.Background(), w, RestoreOptions{Options: o, From: a.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := restoreChanges(t, w, r.PreRestore); !strings.Contains(got, "channel-stores/chat/said.txt") || !strings.Contains(got, "store/f") {
+		t.Fatalf("restore's change list:\n%s", got)
+	}
+	if _, err := ForgetChannel(context.Background(), w, "chat", false, o); err != nil {
+		t.Fatal(err)
+	}
+	if got := restoreChanges(t, w, r.PreRestore); strings.Contains(got, "chat") || got != ">f..t...... store/f\n" {
+		t.Fatalf("after forget, the restore's change list:\n%s", got)
+	}
+}
+
+// --force under a live box: the path is restored (the box sees it at
+// once) and the old one waits in .trash/ until no box is live.
+func TestRestorePathForcedUnderALiveBox(t *testing.T) {
+	needRoot(t)
+	w := newWorker(t, t.TempDir())
+	write(t, filepath.Join(w.Store(), "d/f"), "one", 0o644)
+	o := opts(10)
+	a := take(t, w, o)
+	write(t, filepath.Join(w.Store(), "d/f"), "two", 0o644)
+	run := home.NewRunID(time.Now())
+	os.MkdirAll(w.Run(run), 0o755)
+	b, err := runs.SelfBoxInfo(w.Name, run, "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runs.WriteBoxInfo(w.Run(run), b); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Restore(context.Background(), w, RestoreOptions{Options: o, From: a.ID, Path: "d", Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(mustRead(t, filepath.Join(w.Store(), "d/f"))); got != "one" || len(r.Trashed) != 1 {
+		t.Fatalf("forced restore --path: %q %+v", got, r)
+	}
+	old := filepath.Join(w.Snapshots(), ".trash", r.Trashed[0])
+	if got := string(mustRead(t, filepath.Join(old, "f"))); got != "two" {
+		t.Fatalf("old path in .trash/: %q", got)
+	}
+	os.Remove(home.BoxJSON(w.Run(run)))
+	take(t, w, o)
+	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("old path not deleted once no box is live")
+	}
+}
