@@ -2,6 +2,8 @@ module github.com/roster-sh/roster
 
 go 1.26.8
 
+toolchain go1.27.3
+
 require (
 	github.com/alecthomas/kong v1.17.0
 	github.com/fsnotify/fsnotify v1.10.1
