@@ -118,6 +118,7 @@ type supervised struct {
 
 	brief []byte        // the compiled briefing
 	wrote chan error    // the start records, written while the box starts
+	boxed chan error    // box.json, written while the rest is prepared (awaitBoxInfo)
 	pumps chan struct{} // two tokens: the output pumps have ended
 }
 
@@ -125,6 +126,14 @@ func (r *supervised) close() {
 	for i := len(r.closers) - 1; i >= 0; i-- {
 		r.closers[i]()
 	}
+}
+
+// awaitBoxInfo waits for box.json to be written and returns how that went
+// (any number of times).
+func (r *supervised) awaitBoxInfo() error {
+	err := <-r.boxed
+	r.boxed <- err
+	return err
 }
 
 // waitWrote waits for the start records (once; later calls return at once).
@@ -169,6 +178,11 @@ func (s *Supervision) prepare(ctx context.Context) (*supervised, error) {
 	if r.info, err = runs.SelfBoxInfo(sp.Worker, sp.Run, taskID, r.started); err != nil {
 		return r, err
 	}
+	// box.json is made durable while the rest is prepared; the container
+	// starts only once it is (start's ready).
+	r.boxed = make(chan error, 1)
+	go func() { r.boxed <- runs.WriteBoxInfo(sp.RunDir, r.info) }()
+	r.closers = append(r.closers, func() { r.awaitBoxInfo() })
 	// The start's records are written while the box starts (the box reads
 	// its briefing from the scratch copy).
 	md, recall := CompileBriefing(s.Briefing)
@@ -239,13 +253,13 @@ func (r *supervised) stopGateway() {
 	r.gw = nil
 }
 
-// start wires the box's output and starts the container; box.json is made
-// durable and the claim re-checked while it is prepared (ready).
+// start wires the box's output and starts the container once box.json is
+// durable and the claim re-checked (ready, while the container is made).
 func (s *Supervision) start(ctx context.Context, r *supervised) (*Box, error) {
 	sp := s.Spec
 	agentErr := s.startAgent(r) // before the output is wired: it may read it
 	ready := func() error {
-		if err := runs.WriteBoxInfo(sp.RunDir, r.info); err != nil {
+		if err := r.awaitBoxInfo(); err != nil {
 			return err
 		}
 		if s.Task == nil {
