@@ -100,17 +100,28 @@ func ForgetChannel(ctx context.Context, w home.Worker, enc string, dry bool, opt
 			res.Entries += n
 		}
 	}
-	if rec := s.readRecord(); rec != nil && !dry {
-		for p := range rec {
-			if inTree(p, tree) {
-				if err := s.dropRecord(); err != nil {
-					return res, err
-				}
-				break
-			}
+	if rm := s.readRecordManifest(); rm != nil && !dry && recordNames(rm, tree) {
+		if err := s.dropRecord(); err != nil {
+			return res, err
 		}
 	}
 	return res, nil
+}
+
+// recordNames reports whether restore record rm names tree: a file in it,
+// or its scope (the tree, or a path in it).
+func recordNames(rm *Manifest, tree string) bool {
+	for _, p := range rm.Header.Scope {
+		if inTree(p, tree) {
+			return true
+		}
+	}
+	for i := range rm.Entries {
+		if inTree(rm.Entries[i].Path, tree) {
+			return true
+		}
+	}
+	return false
 }
 
 // inTree reports whether manifest path p is tree or below it.

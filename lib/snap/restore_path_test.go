@@ -370,7 +370,8 @@ func FuzzCleanRestorePath(f *testing.F) {
 	})
 }
 
-// forget scrubs a channel's lines from a restore's kept change list too.
+// forget scrubs a channel's lines from a restore's kept change list too,
+// and drops a restore record whose scope names the channel.
 func TestForgetScrubsARestoresChangeList(t *testing.T) {
 	needRoot(t)
 	w := newWorker(t, t.TempDir())
@@ -388,8 +389,14 @@ func TestForgetScrubsARestoresChangeList(t *testing.T) {
 	if got := restoreChanges(t, w, r.PreRestore); !strings.Contains(got, "channel-stores/chat/said.txt") || !strings.Contains(got, "store/f") {
 		t.Fatalf("restore's change list:\n%s", got)
 	}
+	if _, err := os.Stat(filepath.Join(w.Snapshots(), recordName)); err != nil {
+		t.Fatalf("no restore record after the restore: %v", err)
+	}
 	if _, err := ForgetChannel(context.Background(), w, "chat", false, o); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(w.Snapshots(), recordName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a restore record naming the channel outlived its forget: %v", err)
 	}
 	if got := restoreChanges(t, w, r.PreRestore); strings.Contains(got, "chat") || got != ">f..t...... store/f\n" {
 		t.Fatalf("after forget, the restore's change list:\n%s", got)
