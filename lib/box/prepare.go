@@ -192,9 +192,12 @@ func snapshot(ctx context.Context, prog string, h home.Home, worker, run string)
 	case errors.As(err, &ee) && ee.ExitCode() == errs.ExitBusy:
 		return "store busy"
 	}
-	msg := strings.TrimSpace(stderr.String())
-	if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
-		msg = msg[i+1:]
+	// The error's line, the last one that is not its hint.
+	msg := ""
+	for _, l := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "roster-snap: hint:") {
+			msg = l
+		}
 	}
 	if msg == "" {
 		msg = err.Error()

@@ -12,6 +12,7 @@ const (
 	SnapPartialPrefix    = ".partial-"      // .partial-ID/: under construction
 	SnapTrash            = ".trash"         // .trash/: being deleted
 	SnapPinned           = ".pinned"        // .pinned/ID: an empty file per pinned snapshot
+	SnapFailed           = ".take-failed"   // .take-failed: why the last take failed (JSON); gone once one succeeds
 	StoreLocksName       = ".locks"         // the store's lock-folder mount point
 	StoreLockName        = "store"          // the whole-store lock in locks/
 	RestorePrefix        = ".restore-"      // W/.restore-*: a restore's staging trees

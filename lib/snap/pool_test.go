@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/roster-sh/roster/lib/home"
 )
 
 // A file that disappears while the pool copies it is left out of the
@@ -103,8 +105,8 @@ func TestTakePoolErrorFailsWhole(t *testing.T) {
 		t.Fatalf("take = %v, want the injected error naming the file", err)
 	}
 	names, _ := os.ReadDir(w.Snapshots())
-	if len(names) != 0 {
-		t.Fatalf("store-snapshots holds %v after a failed first take", names)
+	if len(names) != 1 || names[0].Name() != home.SnapFailed {
+		t.Fatalf("store-snapshots holds %v after a failed first take, want only %s", names, home.SnapFailed)
 	}
 }
 

@@ -38,14 +38,20 @@ func Take(ctx context.Context, w home.Worker, opt Options) (*Result, error) {
 		return nil, err
 	}
 	defer s.close()
+	r, err := s.takeAndPrune(ctx, &opt)
+	s.noteTake(err, opt.now())
+	return r, err
+}
+
+func (s *session) takeAndPrune(ctx context.Context, opt *Options) (*Result, error) {
 	if err := s.cleanup(); err != nil {
 		return nil, err
 	}
-	r, err := s.take(ctx, &opt, "", false)
+	r, err := s.take(ctx, opt, "", false)
 	if err != nil || r.ID == "" {
 		return r, err
 	}
-	r.Pruned, err = s.prune(opt.Keep, &opt)
+	r.Pruned, err = s.prune(opt.Keep, opt)
 	return r, err
 }
 
@@ -329,12 +335,12 @@ func (s *session) checkFree(min int64) error {
 	}
 	free := int64(st.Bavail) * int64(st.Bsize)
 	if free < min {
-		return errs.WithHint(fmt.Errorf("worker %q: snapshot skipped: %d bytes free on the data tree's filesystem, store.min_free is %d",
-			s.w.Name, free, min), "free some space (roster-snap prune, roster-runs prune) or lower [storage] store.min_free")
+		return errs.WithHint(fmt.Errorf("worker %q: snapshot skipped: %d bytes free on the data tree's filesystem, store.min_free is %d%w",
+			s.w.Name, free, min, lowDisk), "free some space (roster-snap prune, roster-runs prune) or lower [storage] store.min_free")
 	}
 	if want := min / config.InodeBytes; st.Files > 0 && int64(st.Ffree) < want {
-		return errs.WithHint(fmt.Errorf("worker %q: snapshot skipped: %d inodes free on the data tree's filesystem, store.min_free of %d bytes wants %d (one per %d bytes)",
-			s.w.Name, st.Ffree, min, want, config.InodeBytes), "remove files (roster-snap prune, roster-runs prune) or lower [storage] store.min_free")
+		return errs.WithHint(fmt.Errorf("worker %q: snapshot skipped: %d inodes free on the data tree's filesystem, store.min_free of %d bytes wants %d (one per %d bytes)%w",
+			s.w.Name, st.Ffree, min, want, config.InodeBytes, lowDisk), "remove files (roster-snap prune, roster-runs prune) or lower [storage] store.min_free")
 	}
 	return nil
 }

@@ -134,7 +134,21 @@ func LowDisk(h home.Home, org *config.Org) (bool, string, error) {
 // hold lasts until a take measures it under the bound again (the worker's
 // operator frees space, then `roster-snap take`). No store.max, or no
 // snapshot yet, never holds.
+//
+// A worker whose store cannot be snapshotted at all (its last take failed
+// for a reason of the store's own, snap.Failed) is held the same way,
+// until a take succeeds, so that its runs do not go on unrecorded; not
+// while snapshots are off (store.snapshots = 0).
 func StoreHold(ctx context.Context, w home.Worker, org *config.Org) string {
+	if org == nil || org.Storage.Snapshots > 0 {
+		if f, err := snap.Failed(ctx, w); err == nil && f != nil {
+			since := ""
+			if !f.Since.IsZero() {
+				since = "takes failing since " + f.Since.In(org.Zone()).Format("2006-01-02 15:04:05") + ": "
+			}
+			return fmt.Sprintf("store cannot be snapshotted (%s%s); fix it, then `roster-snap take %s`", since, f.Error, w.Name)
+		}
+	}
 	if org == nil || org.Storage.Max <= 0 {
 		return ""
 	}
