@@ -268,9 +268,12 @@ func (g *Gateway) record(e runs.LedgerEntry, target string) {
 		g.mu.Lock()
 		g.sum.Requests++
 		if e.Decision == "refused" {
+			// (a copy: what the summary keeps must not make e escape,
+			// and every allowed call's entry with it)
+			kind := strings.Clone(e.Refusal)
 			g.sum.Refused++
-			g.sum.Refusals[e.Refusal]++
-			g.sum.LastRefusal = &runs.LastRefusal{Kind: e.Refusal, Target: clip(target, 200)}
+			g.sum.Refusals[kind]++
+			g.sum.LastRefusal = &runs.LastRefusal{Kind: kind, Target: clip(target, 200)}
 		}
 		g.mu.Unlock()
 	}
@@ -338,12 +341,12 @@ func (g *Gateway) isSelf(host string) bool {
 // refusal is one refused request: what the box is told and what the
 // ledger records.
 type refusal struct {
-	kind     string
-	msg      string
-	hint     string
-	provider *Provider // a model route: the body takes the provider's error shape
-	entry    runs.LedgerEntry
-	target   string
+	kind   string
+	msg    string
+	hint   string
+	style  string // a model route's provider style: the body takes its error shape ("" = none)
+	entry  runs.LedgerEntry
+	target string
 }
 
 // refuse answers 403 with X-Roster-Refusal and records the refusal.
@@ -354,9 +357,9 @@ func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, start time.Time
 	}
 	var body any
 	switch {
-	case rf.provider != nil && rf.provider.Style == StyleAnthropic:
+	case rf.style == StyleAnthropic:
 		body = map[string]any{"type": "error", "error": map[string]string{"type": "permission_error", "message": text}}
-	case rf.provider != nil:
+	case rf.style != "":
 		body = map[string]any{"error": map[string]any{"message": text, "type": "permission_error", "code": rf.kind, "param": nil}}
 	default:
 		body = map[string]string{"refusal": rf.kind, "message": text}
@@ -427,6 +430,7 @@ type gwConn struct {
 	framing *framing
 	once    sync.Once
 	release func()
+	call    *modelCall // the model call being served on it (one at a time)
 }
 
 func (c *gwConn) Read(p []byte) (int, error) {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -167,18 +168,18 @@ func (l *ledger) close() error {
 
 // appendEntry appends e as encoding/json marshals it (the same bytes,
 // field for field; TestLedgerLineIsEncodingJSONs holds it to that),
-// without reflection or allocation. A value it cannot write alike (a
-// string that needs escaping, a time outside RFC 3339's years) goes to
-// json.Marshal; what that refuses is not appended. A cost that is not a
+// without reflection or allocation. A string that needs escaping goes to
+// json.Marshal; a time json.Marshal refuses (outside RFC 3339's years or
+// zone offsets) makes no line, as it did. A cost that is not a
 // number (a price of NaN or Inf in org.toml) is left out, where
 // json.Marshal would refuse the line and the request would be missing
 // from the ledger.
 func appendEntry(b []byte, e *runs.LedgerEntry) []byte {
 	if y := e.At.Year(); y < 0 || y > 9999 {
-		return appendMarshalled(b, e)
+		return b // json.Marshal refuses it: not RFC 3339
 	}
 	if _, off := e.At.Zone(); off <= -24*3600 || off >= 24*3600 {
-		return appendMarshalled(b, e)
+		return b // likewise
 	}
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendInt(b, e.Seq, 10)
@@ -259,7 +260,9 @@ func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
-			return appendMarshalled(b, s)
+			// (a copy: s itself, and so the entry it is a field of,
+			// must not escape)
+			return appendMarshalled(b, strings.Clone(s))
 		}
 	}
 	b = append(b, '"')

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"log"
-	"mime"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -28,7 +27,9 @@ type modelProxy struct {
 	tr *http.Transport
 }
 
-// modelCall is one model request on its way through the proxy.
+// modelCall is one model request on its way through the proxy: one
+// allocation holds all it needs (its bodies' wrappers and usage reader
+// included).
 type modelCall struct {
 	p        Provider
 	upstream *url.URL
@@ -36,11 +37,25 @@ type modelCall struct {
 	rest     string // the path after /PROVIDER, escaped
 	status   int
 	reqID    string
-	usage    *usageReader
+	usage    *usageReader // nil until the answer begins
 	up, down atomic.Int64
+
+	upBody   countingBody
+	downBody meteredBody
+	reader   usageReader
 }
 
 type callKey struct{}
+
+// callOf finds the model call a proxied request belongs to: on a box's
+// connection (one request at a time) its gwConn holds it; a request
+// served otherwise carries it in its context.
+func callOf(r *http.Request) *modelCall {
+	if gc, _ := r.Context().Value(connKey{}).(*gwConn); gc != nil && gc.call != nil {
+		return gc.call
+	}
+	return r.Context().Value(callKey{}).(*modelCall)
+}
 
 func newModelProxy(g *Gateway) *modelProxy {
 	m := &modelProxy{g: g}
@@ -149,7 +164,7 @@ func isCredentialHeader(name string) bool {
 const oauthBeta = "oauth-2025-04-20"
 
 func (m *modelProxy) rewrite(pr *httputil.ProxyRequest) {
-	c := pr.In.Context().Value(callKey{}).(*modelCall)
+	c := callOf(pr.In)
 	out := pr.Out
 	u := *c.upstream
 	escaped := strings.TrimSuffix(u.EscapedPath(), "/") + c.rest
@@ -161,7 +176,7 @@ func (m *modelProxy) rewrite(pr *httputil.ProxyRequest) {
 		u.Path, u.RawPath = p, escaped
 	}
 	u.RawQuery = pr.In.URL.RawQuery
-	out.URL = &u
+	*out.URL = u // out.URL is the request's own copy (Request.Clone)
 	out.Host = ""
 	// One pass over the names sent (not one canonicalised Del per listed
 	// name): every spelling of a listed or credential-like name goes.
@@ -172,28 +187,31 @@ func (m *modelProxy) rewrite(pr *httputil.ProxyRequest) {
 	}
 	// The upstream's answer must reach the usage reader uncompressed:
 	// without this header the transport asks for gzip and decodes it.
-	out.Header.Del("Accept-Encoding")
-	if _, ok := out.Header["User-Agent"]; !ok {
-		out.Header.Set("User-Agent", "") // no Go default
+	// (The names below are canonical already: the map is used directly.)
+	h := out.Header
+	delete(h, "Accept-Encoding")
+	if _, ok := h["User-Agent"]; !ok {
+		h["User-Agent"] = []string{""} // no Go default
 	}
 	switch {
 	case c.p.Style == StyleAnthropic && c.cred.OAuth:
-		out.Header.Set("Authorization", "Bearer "+c.cred.Value)
-		out.Header.Set("Anthropic-Beta", withBeta(out.Header.Values("Anthropic-Beta"), oauthBeta, true))
+		h["Authorization"] = []string{"Bearer " + c.cred.Value}
+		h["Anthropic-Beta"] = []string{withBeta(h["Anthropic-Beta"], oauthBeta, true)}
 	case c.p.Style == StyleAnthropic:
-		out.Header.Set("X-Api-Key", c.cred.Value)
-		if vs := out.Header.Values("Anthropic-Beta"); len(vs) > 0 {
+		h["X-Api-Key"] = []string{c.cred.Value}
+		if vs := h["Anthropic-Beta"]; len(vs) > 0 {
 			if b := withBeta(vs, oauthBeta, false); b != "" {
-				out.Header.Set("Anthropic-Beta", b)
+				h["Anthropic-Beta"] = []string{b}
 			} else {
-				out.Header.Del("Anthropic-Beta")
+				delete(h, "Anthropic-Beta")
 			}
 		}
 	default:
-		out.Header.Set("Authorization", "Bearer "+c.cred.Value)
+		h["Authorization"] = []string{"Bearer " + c.cred.Value}
 	}
 	if out.Body != nil {
-		out.Body = &countingBody{rc: out.Body, n: &c.up}
+		c.upBody = countingBody{rc: out.Body, n: &c.up}
+		out.Body = &c.upBody
 	}
 }
 
@@ -216,20 +234,28 @@ func withBeta(values []string, feature string, add bool) string {
 }
 
 func (m *modelProxy) modifyResponse(resp *http.Response) error {
-	c := resp.Request.Context().Value(callKey{}).(*modelCall)
+	c := callOf(resp.Request)
 	c.status = resp.StatusCode
 	c.reqID = clip(firstNonEmpty(resp.Header.Get("Request-Id"), resp.Header.Get("X-Request-Id")), 200)
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 		resp.Header.Set("X-Roster-Refusal", runs.RefuseCredentialRejected)
 	}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	c.usage = newUsageReader(c.p.Style, mt == "text/event-stream")
-	resp.Body = &meteredBody{rc: resp.Body, n: &c.down, w: c.usage}
+	c.reader.init(c.p.Style, isEventStream(resp.Header.Get("Content-Type")))
+	c.usage = &c.reader
+	c.downBody = meteredBody{rc: resp.Body, n: &c.down, w: c.usage}
+	resp.Body = &c.downBody
 	return nil
 }
 
+// isEventStream tells a text/event-stream media type (parameters and
+// case aside): what mime.ParseMediaType would name it, without its map.
+func isEventStream(contentType string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
+}
+
 func (m *modelProxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
-	c := r.Context().Value(callKey{}).(*modelCall)
+	c := callOf(r)
 	if c.status != 0 {
 		return // the answer had begun: the copy was cut, nothing more to say
 	}
@@ -264,7 +290,7 @@ func (m *modelProxy) serve(w http.ResponseWriter, r *http.Request, p Provider, s
 	if entry.Path == "" {
 		entry.Path = "/"
 	}
-	rf := refusal{provider: &p, entry: entry, target: "/" + p.Name}
+	rf := refusal{style: p.Style, entry: entry, target: "/" + p.Name}
 	if dotSegment(r.URL.Path) {
 		rf.kind, rf.msg = runs.RefuseBadRequest, "a path with . or .. segments"
 		g.refuse(w, r, start, rf)
@@ -293,7 +319,12 @@ func (m *modelProxy) serve(w http.ResponseWriter, r *http.Request, p Provider, s
 	}
 	c := &modelCall{p: p, upstream: up, cred: cred, rest: rest}
 	fullDuplex(w)
-	r = r.WithContext(context.WithValue(r.Context(), callKey{}, c))
+	if gc, _ := r.Context().Value(connKey{}).(*gwConn); gc != nil {
+		gc.call = c
+		defer func() { gc.call = nil }()
+	} else {
+		r = r.WithContext(context.WithValue(r.Context(), callKey{}, c))
+	}
 	// ReverseProxy panics with http.ErrAbortHandler when a stream is cut
 	// mid-copy; the call is recorded all the same, then the panic goes on
 	// so that net/http aborts the connection.
@@ -327,7 +358,9 @@ func (m *modelProxy) record(c *modelCall, entry runs.LedgerEntry, start time.Tim
 	entry.Model = u.Model
 	entry.InputTokens, entry.OutputTokens = u.Input, u.Output
 	entry.CacheReadTokens, entry.CacheWriteTokens = u.CacheRead, u.CacheWrite
-	entry.CostUSD = g.account(u)
+	if cost, priced := g.account(u); priced {
+		entry.CostUSD = &cost
+	}
 	entry.MS = g.cfg.Now().Sub(start).Milliseconds()
 	g.record(entry, "/"+p.Name)
 }
@@ -351,15 +384,14 @@ func (g *Gateway) budgetSpent() string {
 	return ""
 }
 
-// account adds a call's usage to the run's and returns its cost when the
-// model is priced.
-func (g *Gateway) account(u callUsage) *float64 {
+// account adds a call's usage to the run's and returns its cost, and
+// whether the model is priced.
+func (g *Gateway) account(u callUsage) (float64, bool) {
 	price, priced := g.priceOf(u.Model)
-	var cost *float64
+	var cost float64
 	if priced {
-		v := (float64(u.Input)*price.Input + float64(u.Output)*price.Output +
+		cost = (float64(u.Input)*price.Input + float64(u.Output)*price.Output +
 			float64(u.CacheRead)*price.CacheRead + float64(u.CacheWrite)*price.CacheWrite) / 1e6
-		cost = &v
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -368,12 +400,12 @@ func (g *Gateway) account(u callUsage) *float64 {
 	g.usage.OutputTokens += u.Output
 	g.usage.CacheReadTokens += u.CacheRead
 	g.usage.CacheWriteTokens += u.CacheWrite
-	if cost != nil {
-		g.usd += *cost
+	if priced {
+		g.usd += cost
 	} else if u.sawUsage {
 		g.unpriced++
 	}
-	return cost
+	return cost, priced
 }
 
 // priceOf finds a model's price: its exact name, else the longest priced
@@ -455,10 +487,12 @@ func fullDuplex(w http.ResponseWriter) { http.NewResponseController(w).EnableFul
 // dotSegment: a model path may not climb out of the provider's upstream
 // base path (an upstream such as https://llm.corp/anthropic).
 func dotSegment(p string) bool {
-	for _, seg := range strings.Split(p, "/") {
+	for p != "" {
+		seg, rest, _ := strings.Cut(p, "/")
 		if seg == "." || seg == ".." {
 			return true
 		}
+		p = rest
 	}
 	return false
 }

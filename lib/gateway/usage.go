@@ -36,9 +36,15 @@ type usageReader struct {
 }
 
 func newUsageReader(style string, sse bool) *usageReader {
-	r := &usageReader{style: style, sse: sse}
-	r.js.capture = -1
+	r := &usageReader{}
+	r.init(style, sse)
 	return r
+}
+
+func (r *usageReader) init(style string, sse bool) {
+	*r = usageReader{style: style, sse: sse}
+	r.js.capture = -1
+	r.js.val, r.js.kept = r.js.valBuf[:0], r.js.keptBuf[:0]
 }
 
 func (r *usageReader) Write(p []byte) (int, error) {
@@ -314,6 +320,11 @@ type jsonTop struct {
 	capture int // the captured key of the current top-level value, or -1
 	val     []byte
 	dead    bool
+
+	// the first bytes of val and kept: a small answer's capture costs
+	// no allocation
+	valBuf  [256]byte
+	keptBuf [512]byte
 }
 
 // value is the raw text captured for key k.
