@@ -205,35 +205,42 @@ func isOAuthKey(p Provider, v string) bool {
 	return p.Style == StyleAnthropic && strings.HasPrefix(v, "sk-ant-oat")
 }
 
+// checkVaultDir checks the vault folder (a symlink followed, as os.Stat
+// does) at every lookup: its mode is the rule, and a chmod must count at
+// the next request.
 func checkVaultDir(dir string) error {
-	st, err := os.Stat(dir)
+	var st syscall.Stat_t
+	err := syscall.Stat(dir, &st)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("vault: %s missing: %w", dir, ErrNoCredential)
 	}
 	if err != nil {
-		return fmt.Errorf("vault: %w", err)
+		return fmt.Errorf("vault: %w", &os.PathError{Op: "stat", Path: dir, Err: err})
 	}
-	if !st.IsDir() {
+	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 		return fmt.Errorf("vault: %s is not a folder: %w", dir, errs.ErrRefused)
 	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return errs.WithHint(fmt.Errorf("vault folder %s is open to group or others (mode %04o): %w", dir, st.Mode().Perm(), ErrUnsafeMode),
+	if perm := os.FileMode(st.Mode).Perm(); perm&0o077 != 0 {
+		return errs.WithHint(fmt.Errorf("vault folder %s is open to group or others (mode %04o): %w", dir, perm, ErrUnsafeMode),
 			"chmod 700 "+dir)
 	}
 	return nil
 }
 
-// keyFiles caches vault and file: keys, piFiles pi's auth.json (apart, so
-// that a file read without the key files' mode rule is never served as a
-// key file).
-var keyFiles, piFiles fileCache
+// keyFiles caches vault and file: keys, piFiles pi's auth.json parsed
+// (apart, so that a file read without the key files' mode rule is never
+// served as a key file).
+var (
+	keyFiles fileCache[string]
+	piFiles  fileCache[*piAuth]
+)
 
 // readKeyFile reads a vault or file: key: a regular file (a symlink is not
 // followed), mode without group or other bits, one line. A key file that
 // is still the one last read and accepted is served from keyFiles.
 func readKeyFile(path string) (Credential, error) {
-	if data, ok := keyFiles.get(path); ok {
-		return Credential{Value: string(data)}, nil
+	if v, ok := keyFiles.get(path); ok {
+		return Credential{Value: v}, nil
 	}
 	keyFiles.forget(path)
 	began := time.Now()
@@ -268,7 +275,7 @@ func readKeyFile(path string) (Credential, error) {
 		return Credential{}, fmt.Errorf("credential file %s: %w", path, err)
 	}
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		keyFiles.put(path, sys, began, []byte(v))
+		keyFiles.put(path, sys, began, v)
 	}
 	return Credential{Value: v}, nil
 }
@@ -325,21 +332,19 @@ func PiAuthFile(c Creds) string {
 // escape and is not run here (the gateway runs as root, on the host).
 func lookupPi(p Provider, c Creds, now time.Time) (Credential, error) {
 	path := PiAuthFile(c)
-	data, err := readPiAuth(path)
+	auth, err := readPiAuth(path)
 	if err != nil {
 		return Credential{}, err
 	}
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(bytes.TrimSpace(data), &all); err != nil {
+	if !auth.parsed {
 		// pi may be rewriting it; the next request reads it again.
 		return Credential{}, fmt.Errorf("pi: %s does not parse: %w", path, ErrNoCredential)
 	}
-	raw, ok := all[p.Name]
+	e, ok := auth.entries[p.Name]
 	if !ok {
 		return Credential{}, fmt.Errorf("pi: no %s login in %s: %w", p.Name, path, ErrNoCredential)
 	}
-	var e piEntry
-	if err := json.Unmarshal(raw, &e); err != nil {
+	if !e.parsed {
 		return Credential{}, fmt.Errorf("pi: %s entry of %s does not parse: %w", p.Name, path, ErrNoCredential)
 	}
 	switch e.Type {
@@ -379,11 +384,40 @@ func lookupPi(p Provider, c Creds, now time.Time) (Credential, error) {
 	return Credential{}, fmt.Errorf("pi: %s entry of %s has type %q: %w", p.Name, path, e.Type, ErrNoCredential)
 }
 
-// readPiAuth reads pi's auth.json (a regular file, a symlink not
-// followed), or serves it from piFiles while it is still the one read.
-func readPiAuth(path string) ([]byte, error) {
-	if data, ok := piFiles.get(path); ok {
-		return data, nil
+// piAuth is pi's auth.json as the gateway reads it: whether it parsed,
+// and each provider's entry.
+type piAuth struct {
+	parsed  bool
+	entries map[string]piParsed
+}
+
+// piParsed is one entry and whether it parsed.
+type piParsed struct {
+	piEntry
+	parsed bool
+}
+
+func parsePiAuth(data []byte) *piAuth {
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(bytes.TrimSpace(data), &all); err != nil {
+		return &piAuth{}
+	}
+	a := &piAuth{parsed: true, entries: make(map[string]piParsed, len(all))}
+	for name, raw := range all {
+		var e piParsed
+		e.parsed = json.Unmarshal(raw, &e.piEntry) == nil
+		a.entries[name] = e
+	}
+	return a
+}
+
+// readPiAuth reads and parses pi's auth.json (a regular file, a symlink
+// not followed), or serves it from piFiles while it is still the one
+// read: the same bytes parse the same way, so a settled file is parsed
+// once.
+func readPiAuth(path string) (*piAuth, error) {
+	if a, ok := piFiles.get(path); ok {
+		return a, nil
 	}
 	piFiles.forget(path)
 	began := time.Now()
@@ -403,10 +437,11 @@ func readPiAuth(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pi: %s: %v: %w", path, err, ErrNoCredential)
 	}
+	a := parsePiAuth(data)
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		piFiles.put(path, sys, began, data)
+		piFiles.put(path, sys, began, a)
 	}
-	return data, nil
+	return a, nil
 }
 
 // PutVault stores the key read from r as dir/PROVIDER: one trailing

@@ -19,14 +19,18 @@ import (
 // read began (git's "racy" rule): any later change then stamps a later
 // ctime, and the identity differs. A file changed less than settle ago is
 // read every time.
-type fileCache struct {
+//
+// What is kept is what the reader made of the file (V): a key, or pi's
+// auth.json already parsed, so that a hit costs neither a conversion nor
+// a parse.
+type fileCache[V any] struct {
 	mu sync.Mutex
-	m  map[string]cachedFile
+	m  map[string]cachedFile[V]
 }
 
-type cachedFile struct {
-	id   fileID
-	data []byte
+type cachedFile[V any] struct {
+	id  fileID
+	val V
 }
 
 type fileID struct {
@@ -49,27 +53,28 @@ func idOf(st *syscall.Stat_t) fileID {
 
 // get returns path's cached content when the file (not following a final
 // symlink) is still the one it was read from.
-func (c *fileCache) get(path string) ([]byte, bool) {
+func (c *fileCache[V]) get(path string) (V, bool) {
 	c.mu.Lock()
 	e, ok := c.m[path]
 	c.mu.Unlock()
+	var none V
 	if !ok {
-		return nil, false
+		return none, false
 	}
 	var st syscall.Stat_t
 	if err := syscall.Lstat(path, &st); err != nil {
-		return nil, false
+		return none, false
 	}
 	if idOf(&st) != e.id {
-		return nil, false
+		return none, false
 	}
-	return e.data, true
+	return e.val, true
 }
 
-// put records data as path's content, read from the file whose fstat
-// before the read was st, the read having begun at began; a file that had
-// not settled by then is forgotten instead.
-func (c *fileCache) put(path string, st *syscall.Stat_t, began time.Time, data []byte) {
+// put records val as what path's content gave, read from the file whose
+// fstat before the read was st, the read having begun at began; a file
+// that had not settled by then is forgotten instead.
+func (c *fileCache[V]) put(path string, st *syscall.Stat_t, began time.Time, val V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if time.Unix(0, st.Ctim.Nano()).Add(settle).After(began) {
@@ -77,13 +82,13 @@ func (c *fileCache) put(path string, st *syscall.Stat_t, began time.Time, data [
 		return
 	}
 	if c.m == nil || len(c.m) >= maxCached {
-		c.m = map[string]cachedFile{}
+		c.m = map[string]cachedFile[V]{}
 	}
-	c.m[path] = cachedFile{id: idOf(st), data: data}
+	c.m[path] = cachedFile[V]{id: idOf(st), val: val}
 }
 
 // forget drops path (it failed a check, or is gone).
-func (c *fileCache) forget(path string) {
+func (c *fileCache[V]) forget(path string) {
 	c.mu.Lock()
 	delete(c.m, path)
 	c.mu.Unlock()
