@@ -220,10 +220,6 @@ func throughput(dBase, vBase string, conc int, dur time.Duration, rounds int, pr
 // fixed makes exactly n small requests against base, conc at a time,
 // after a warm-up, and prints each process's CPU time per request.
 func fixed(base, side string, conc, n int, parts []*part) {
-	// A vault key is written long before a run: let it settle (the
-	// gateway rereads a key file changed within the last two seconds at
-	// every request).
-	time.Sleep(2100 * time.Millisecond)
 	c := client()
 	for i := 0; i < 50; i++ {
 		call(c, base, false)
@@ -451,22 +447,27 @@ func child(role string, args []string) {
 	}
 }
 
-// serveGateway serves a run's gateway on sock: the anthropic route to up
-// with a settled file: key, prices (so every call is priced), a ledger,
-// and echo granted for the tunnels.
+// serveGateway serves a run's gateway on sock as the supervisor does:
+// the built-in anthropic provider (credentials vault, pi, env, tried in
+// that order) with its upstream at up, its key in the vault, settled (a
+// vault key is written long before a run; the gateway rereads a key file
+// changed within the last two seconds at every request), prices (so
+// every call is priced), a ledger, and echo granted for the tunnels.
 func serveGateway(up, echo, dir, sock string) {
-	key := filepath.Join(dir, "key")
-	if err := os.WriteFile(key, []byte("sk-bench-key\n"), 0o600); err != nil {
+	creds := gateway.Creds{VaultDir: filepath.Join(dir, "vault"), PiDir: filepath.Join(dir, "pi")}
+	if err := gateway.PutVault(creds.VaultDir, "anthropic", strings.NewReader("sk-bench-key\n")); err != nil {
 		fail(err)
 	}
+	p := gateway.BuiltinProviders()["anthropic"]
+	p.Upstream = "http://" + up
 	g, err := gateway.New(gateway.Config{
 		Worker: "bench", Run: "bench",
-		Providers: map[string]gateway.Provider{"anthropic": {Name: "anthropic", Style: gateway.StyleAnthropic,
-			Upstream: "http://" + up, Credentials: []string{"file:" + key}, KeyEnv: "ANTHROPIC_API_KEY", BaseEnv: "ANTHROPIC_BASE_URL"}},
-		Granted: []string{"anthropic"},
-		Allow:   []string{echo},
-		Prices:  map[string]gateway.Price{"claude-bench": {Input: 3, Output: 15}},
-		Ledger:  filepath.Join(dir, "gateway.jsonl"),
+		Providers: map[string]gateway.Provider{"anthropic": p},
+		Granted:   []string{"anthropic"},
+		Allow:     []string{echo},
+		Prices:    map[string]gateway.Price{"claude-bench": {Input: 3, Output: 15}},
+		Creds:     creds,
+		Ledger:    filepath.Join(dir, "gateway.jsonl"),
 	})
 	if err != nil {
 		fail(err)
@@ -476,6 +477,7 @@ func serveGateway(up, echo, dir, sock string) {
 		fail(err)
 	}
 	go g.Serve(l)
+	time.Sleep(2100 * time.Millisecond)
 }
 
 // upstream is a fake model API: a small JSON answer, or a short stream.
