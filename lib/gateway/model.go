@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
@@ -128,6 +129,39 @@ var credentialNames = func() map[string]bool {
 var credentialWords = [][]byte{[]byte("auth"), []byte("api-key"), []byte("apikey"), []byte("token"), []byte("secret"),
 	[]byte("cookie"), []byte("session"), []byte("password"), []byte("credential")}
 
+// commonHeaders are names agent clients send on every model call.
+var commonHeaders = []string{
+	"Accept", "Accept-Encoding", "Accept-Language", "Anthropic-Beta", "Anthropic-Version",
+	"Anthropic-Dangerous-Direct-Browser-Access", "Connection", "Content-Length", "Content-Type",
+	"Openai-Beta", "Te", "Traceparent", "User-Agent", "X-App", "X-Stainless-Arch", "X-Stainless-Async",
+	"X-Stainless-Helper-Method", "X-Stainless-Lang", "X-Stainless-Os", "X-Stainless-Package-Version",
+	"X-Stainless-Retry-Count", "X-Stainless-Runtime", "X-Stainless-Runtime-Version", "X-Stainless-Timeout",
+}
+
+// knownHeaders is isCredentialHeader's verdict on commonHeaders and
+// credentialHeaders as net/http spells them (canonical), worked out once
+// by isCredentialHeader itself: a request's usual names cost one lookup
+// each, and any other name the full check.
+var knownHeaders = func() map[string]bool {
+	m := map[string]bool{}
+	for _, list := range [][]string{commonHeaders, credentialHeaders} {
+		for _, h := range list {
+			h = textproto.CanonicalMIMEHeaderKey(h)
+			m[h] = isCredentialHeader(h)
+		}
+	}
+	return m
+}()
+
+// credentialHeader is isCredentialHeader, answered from knownHeaders when
+// it can be.
+func credentialHeader(name string) bool {
+	if v, ok := knownHeaders[name]; ok {
+		return v
+	}
+	return isCredentialHeader(name)
+}
+
 // isCredentialHeader tells a header that is never passed up, whatever its
 // spelling: one of credentialHeaders, or a name holding a credential word.
 // It lower-cases into a stack buffer: no allocation per header.
@@ -181,7 +215,7 @@ func (m *modelProxy) rewrite(pr *httputil.ProxyRequest) {
 	// One pass over the names sent (not one canonicalised Del per listed
 	// name): every spelling of a listed or credential-like name goes.
 	for name := range out.Header {
-		if isCredentialHeader(name) {
+		if credentialHeader(name) {
 			delete(out.Header, name)
 		}
 	}

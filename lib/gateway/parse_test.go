@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"net/netip"
+	"net/textproto"
 	"net/url"
 	"strings"
 	"testing"
@@ -370,4 +371,27 @@ func FuzzUsageObject(f *testing.F) {
 	f.Add([]byte(`"claude-sonnet-4-5"`))
 	f.Add([]byte(`"a\u00e9"`))
 	f.Fuzz(func(t *testing.T, v []byte) { checkDecodeUsage(t, v) })
+}
+
+// credentialHeader answers as isCredentialHeader does, for the names it
+// knows and for any other.
+func TestCredentialHeaderShortcut(t *testing.T) {
+	names := append(append([]string{"X-My-Token", "X-Session-Id", "x-api-key", "Content-Type2", "Kelvin-\u212a"}, commonHeaders...), credentialHeaders...)
+	for _, n := range names {
+		for _, v := range []string{n, textproto.CanonicalMIMEHeaderKey(n), strings.ToLower(n)} {
+			if credentialHeader(v) != isCredentialHeader(v) {
+				t.Errorf("%q: shortcut %v, full check %v", v, credentialHeader(v), isCredentialHeader(v))
+			}
+		}
+	}
+	for _, n := range credentialHeaders {
+		if !credentialHeader(textproto.CanonicalMIMEHeaderKey(n)) {
+			t.Errorf("%s passes", n)
+		}
+	}
+	for _, n := range []string{"Content-Type", "Anthropic-Version", "X-Stainless-Lang"} {
+		if credentialHeader(n) {
+			t.Errorf("%s is stripped", n)
+		}
+	}
 }

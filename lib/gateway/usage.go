@@ -340,6 +340,21 @@ func (j *jsonTop) feed(p []byte) {
 		return
 	}
 	for i := 0; i < len(p); i++ {
+		if j.inStr && !j.esc && !j.inKey && j.capture < 0 {
+			// inside a string nobody reads (content, often most of
+			// the body): on to its next quote or backslash at once
+			rest := p[i:]
+			k := bytes.IndexByte(rest, '"')
+			if k >= 0 {
+				rest = rest[:k]
+			}
+			if b := bytes.IndexByte(rest, '\\'); b >= 0 {
+				k = b
+			} else if k < 0 {
+				return
+			}
+			i += k
+		}
 		c := p[i]
 		if j.capture >= 0 {
 			if len(j.val) >= maxCaptureVal {
