@@ -51,10 +51,11 @@ type Dispatcher struct {
 	rr        int               // round-robin start
 	kick      chan struct{}     // a child exited, a job finished: look again
 	children  sync.Map          // run id -> worker while our `roster-box run` child lives
-	dailyBusy sync.WaitGroup
-	hooks     sync.WaitGroup // [notify] on_failure hooks this dispatcher started
-	ended     sync.Map       // run id -> true: its end was logged (logRunEnd)
-	adopted   sync.Map       // run id -> adoptedRun: a live box of a predecessor, logged as adopted
+	dailyBusy sync.WaitGroup    // daily jobs and take retries (taketry.go) under way
+	retrying  atomic.Bool       // a take retry is under way
+	hooks     sync.WaitGroup    // [notify] on_failure hooks this dispatcher started
+	ended     sync.Map          // run id -> true: its end was logged (logRunEnd)
+	adopted   sync.Map          // run id -> adoptedRun: a live box of a predecessor, logged as adopted
 	dailyMu   sync.Mutex
 	dailyRun  bool
 	sweepMu   sync.Mutex

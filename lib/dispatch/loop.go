@@ -31,7 +31,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	d.log.Info("dispatcher started", "home", d.h.Dir, "pid", os.Getpid(), "watch", w != nil)
 	d.Reclaim(ctx)
 	d.ReapOrphans(ctx)
-	lastReclaim, lastOrphans := time.Now(), time.Now()
+	d.retryTakes(ctx)
+	lastReclaim, lastOrphans, lastTakes := time.Now(), time.Now(), time.Now()
 	for {
 		if ctx.Err() != nil {
 			d.log.Info("stopping; live boxes keep running")
@@ -49,6 +50,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		if time.Since(lastOrphans) >= OrphansEvery {
 			d.ReapOrphans(ctx)
 			lastOrphans = time.Now()
+		}
+		if time.Since(lastTakes) >= TakeRetryEvery {
+			d.retryTakes(ctx)
+			lastTakes = time.Now()
 		}
 		d.maybeDaily(ctx)
 		d.logAdoptedEnds()
