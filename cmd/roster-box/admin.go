@@ -81,6 +81,9 @@ func (c *ReapCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
+	// A supervisor killed (at its bound, kill -9) never left its cgroup's
+	// folder: removed here unless another supervisor of the worker is in it.
+	_ = box.RemoveHostCgroup(box.HostCgroupName(h.Dir, r.Worker))
 	if destroyed {
 		fmt.Fprintf(env.Stderr, "roster-box: run %s: destroyed the box its supervisor left\n", r.ID)
 	}

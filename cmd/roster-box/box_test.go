@@ -281,8 +281,8 @@ func TestTraceShowsWhereABoxsTimeGoes(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errb)
 	}
 	at := 0
-	for _, step := range []string{"roster-box started", "spec, org and partition read", "run folder", "prepared",
-		"container made", "host cgroup", "container started", "box exited", "destroyed", "recorded", "done"} {
+	for _, step := range []string{"roster-box started", "host cgroup", "spec, org and partition read", "run folder", "prepared",
+		"container made", "container started", "box exited", "destroyed", "recorded", "done"} {
 		i := strings.Index(errb[at:], "roster-box: trace: "+step+" ")
 		if i < 0 {
 			t.Fatalf("step %q missing or out of order in:\n%s", step, errb)

@@ -52,6 +52,14 @@ func (c *RunCmd) Run(g *cli.Globals, env *cli.Env) error {
 		return err
 	}
 	req.Home = h
+	// Bounded from the start (host_memory): everything this supervisor does
+	// for the worker, reading its partition included, costs the worker.
+	cg, err := box.EnterHostCgroup(h, c.Worker)
+	if err != nil {
+		return err
+	}
+	defer cg.Leave() // the last of the worker's supervisors removes it
+	box.TraceMark(ctx, "host cgroup")
 	sup, err := box.Prepare(ctx, req)
 	if err != nil {
 		return err

@@ -97,22 +97,6 @@ func launch(ctx context.Context, s *Spec, briefing []byte, io Stdio, gate chan e
 		return nil, err
 	}
 	mark(ctx, "container made")
-	// The box's cgroup path is fixed now: the supervisor may leave for its
-	// own, bounded by host_memory, without the box following it (hostcg.go).
-	// It moves while the box's init is set up: a move into a cgroup waits
-	// for the kernel (an RCU grace period, milliseconds), and the init's
-	// own move into the box's cgroup then shares that wait. The command
-	// is let run only once the supervisor is in its cgroup.
-	joined := make(chan error, 1)
-	go func() {
-		_, err := JoinHostCgroup(s.HostCgroup, s.HostMemory)
-		joined <- err
-	}()
-	defer func() {
-		if joined != nil {
-			<-joined // never left moving the supervisor past the return
-		}
-	}()
 	// pid 1 exits 128+N when a signal N killed the command, which the
 	// command could also have chosen: it says which on this pipe (its fd
 	// 3, close-on-exec inside the box, so the command never has it).
@@ -168,15 +152,8 @@ func launch(ctx context.Context, s *Spec, briefing []byte, io Stdio, gate chan e
 		return nil, fmt.Errorf("start box: %w", err)
 	}
 	mark(ctx, "container set up")
-	err = <-joined
-	joined = nil
-	mark(ctx, "host cgroup")
-	if err == nil {
-		if err = c.Exec(); err != nil {
-			err = fmt.Errorf("start box: %w", err)
-		}
-	}
-	if err != nil {
+	if err := c.Exec(); err != nil {
+		err = fmt.Errorf("start box: %w", err)
 		_ = c.Signal(unix.SIGKILL)
 		_, _ = p.Wait()
 		c.Destroy()

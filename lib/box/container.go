@@ -115,11 +115,7 @@ func containerConfig(s *Spec, rootfs, etc, self string) *configs.Config {
 		Devices:         deviceNodes(),
 		Hostname:        hostname(s),
 		Seccomp:         seccompProfile(),
-		Cgroups: &cgroups.Cgroup{
-			Name:      home.ContainerID(s.Run),
-			Parent:    "roster",
-			Resources: res,
-		},
+		Cgroups:         boxCgroup(s.Run, res), // never inside the supervisor's (hostcg.go)
 		MaskPaths: []string{"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
 			"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware"},
 		ReadonlyPaths:   []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"},

@@ -3,75 +3,282 @@ package box
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/opencontainers/cgroups"
+	"github.com/opencontainers/cgroups/fs2"
 	"github.com/opencontainers/cgroups/manager"
+	"golang.org/x/sys/unix"
+
+	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/home"
 )
 
 // The supervisor's host cgroup (host_memory, docs/dispatch-and-box.md,
-// "Containment"): the host-side work done for a worker's runs (actions,
-// the snapshot's roster-snap, the gateway) runs in a cgroup bounded per
-// worker, so a flood of actions or a store of millions of files costs
-// that worker, never the host or another worker. Every supervisor of a
-// worker shares its one cgroup, a sibling of its boxes' under the same
-// "roster" parent: "roster/supervisor-WORKER-HOME", beside
-// "roster/roster-RUN" (HOME tells apart workers of one name in two homes).
-// The supervisor joins it right after its box's container is created,
-// whose cgroup path libcontainer has then fixed where it always was, so
-// the box's own cgroup (and its memory limit) stays separate and a box's
-// memory is never charged to its supervisor's bound. The cgroup is left in
-// place when the supervisor ends (empty, it costs nothing) and reused, its
-// bound set again, by the next.
+// "Containment"): the host-side work done for a worker's runs (preparing
+// the box, reading its partition, actions, the gateway, the snapshot's
+// roster-snap) runs in a cgroup bounded per worker, so a flood of actions,
+// a huge tasks.json or a store of millions of files costs that worker,
+// never the host or another worker. Every supervisor of a worker shares
+// its one cgroup, a sibling of its boxes' under the same "roster" parent:
+// "roster/supervisor-WORKER-HOME", beside "roster/roster-RUN" (HOME tells
+// apart workers of one name in two homes).
+//
+// The supervisor joins it first thing (EnterHostCgroup), before it reads
+// anything of the worker's but its spec. Its boxes' cgroups are then not
+// placed relative to the cgroup it is in (libcontainer's way with a
+// relative name, which would nest a box inside its supervisor's bound) but
+// at an absolute path (boxCgroup): "roster" beside the cgroup the
+// supervisor started in, where libcontainer always put them (v2: in the
+// parent of that cgroup; v1: in it, as the memory hierarchy has it, for
+// every hierarchy alike). The last supervisor of a worker to leave removes
+// the cgroup (Leave); one killed leaves it to `roster-box reap`.
+
+// cgroupParent is the folder, beside the cgroup a supervisor started in,
+// of every box's and supervisor's cgroup.
+const cgroupParent = "roster"
+
+// supervisorPrefix starts every supervisor cgroup's name.
+const supervisorPrefix = "supervisor-"
 
 // HostCgroupName is the name of the supervisor cgroup, under the "roster"
 // parent, of worker in the home at dir: "supervisor-WORKER-" and 8 hex
 // digits of the SHA-256 of dir.
 func HostCgroupName(dir, worker string) string {
 	sum := sha256.Sum256([]byte(filepath.Clean(dir)))
-	return "supervisor-" + worker + "-" + hex.EncodeToString(sum[:4])
+	return supervisorPrefix + worker + "-" + hex.EncodeToString(sum[:4])
 }
 
-// hostCgroup is the supervisor cgroup name bounded at max bytes.
-func hostCgroup(name string, max int64) *cgroups.Cgroup {
-	return &cgroups.Cgroup{
-		Name:      name,
-		Parent:    "roster",
-		Resources: &cgroups.Resources{Memory: max, SkipDevices: true}, // the host's devices stay the supervisor's
-	}
+// place is where this process's roster cgroups go: mnt is the folder of
+// the hierarchy that matters (v2: the unified one; v1: memory's), own the
+// process's cgroup in it and parent the "roster" cgroup its boxes and
+// supervisor cgroups are made in, both as paths from the hierarchy's root.
+type place struct {
+	mnt, own, parent string
 }
+
+// here is this process's place. A process already in a supervisor cgroup
+// (a supervisor's hook that runs another box) counts from where that
+// supervisor started, so no roster cgroup is ever made inside one.
+func here() (place, error) {
+	v2 := cgroups.IsCgroup2UnifiedMode()
+	var p place
+	if v2 {
+		own, err := cgroups.ParseCgroupFile("/proc/self/cgroup")
+		if err != nil {
+			return p, err
+		}
+		if p.own = own[""]; p.own == "" {
+			return p, errors.New("no cgroup v2 path in /proc/self/cgroup")
+		}
+		p.mnt = fs2.UnifiedMountpoint
+	} else {
+		full, err := cgroups.GetOwnCgroupPath("memory")
+		if err != nil {
+			return p, err
+		}
+		if p.mnt, err = cgroups.FindCgroupMountpoint("", "memory"); err != nil {
+			return p, err
+		}
+		rel, err := filepath.Rel(p.mnt, full)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			return p, fmt.Errorf("memory cgroup %s is not under its mount %s", full, p.mnt)
+		}
+		p.own = "/" + rel
+	}
+	p.own = path.Clean(p.own)
+	base := p.own
+	if dir, leaf := path.Split(base); strings.HasPrefix(leaf, supervisorPrefix) && path.Base(dir) == cgroupParent {
+		base = path.Dir(path.Dir(base))
+	} else if v2 {
+		// As libcontainer does: the process's own cgroup has processes,
+		// so under v2 it cannot have children with controllers.
+		base = path.Dir(base)
+	}
+	p.parent = path.Join(base, cgroupParent)
+	return p, nil
+}
+
+// boxCgroup is the box cgroup's configuration for run: an absolute path,
+// "roster/roster-RUN" beside the cgroup the supervisor started in, so it
+// never depends on the cgroup the supervisor is in when the container is
+// made. If the process's cgroup cannot be read it is libcontainer's own
+// relative placement.
+func boxCgroup(run string, res *cgroups.Resources) *cgroups.Cgroup {
+	p, err := here()
+	if err != nil {
+		return &cgroups.Cgroup{Name: home.ContainerID(run), Parent: cgroupParent, Resources: res}
+	}
+	return &cgroups.Cgroup{Path: path.Join(p.parent, home.ContainerID(run)), Resources: res}
+}
+
+// HostCgroup is a supervisor's place in its worker's host cgroup.
+type HostCgroup struct {
+	Path string // the cgroup's folder (v1: in the memory hierarchy)
+	from string // the folder of the cgroup the process left for it
+	root string // the hierarchy's root folder: where it goes if from is gone
+}
+
+// EnterHostCgroup moves the calling process into worker's supervisor
+// cgroup, bounded at its spec's host_memory (JoinHostCgroup): what
+// `roster-box run` does before anything else. A spec that cannot be
+// loaded is its error, as the run's would be.
+func EnterHostCgroup(h home.Home, worker string) (*HostCgroup, error) {
+	spec, err := config.LoadWorker(h, worker)
+	if err != nil {
+		return nil, err
+	}
+	return JoinHostCgroup(HostCgroupName(h.Dir, worker), spec.HostMemory)
+}
+
+// joinTries bounds how often a join starts again because the cgroup was
+// removed under it (by another supervisor of the worker leaving).
+const joinTries = 20
 
 // JoinHostCgroup moves the calling process (all its threads) into the
 // supervisor cgroup name (HostCgroupName), bounded at max bytes, and
-// returns the cgroup's memory path. max <= 0 does nothing. The bound is
-// written before the move, so the process never runs there unbounded.
-func JoinHostCgroup(name string, max int64) (string, error) {
+// returns it. max <= 0 does nothing (nil, nil). The bound is written
+// before the move and checked after it, so the process never runs there
+// unbounded: the last supervisor of the worker may remove the cgroup
+// between its making and the move (Leave), and then the join starts again.
+func JoinHostCgroup(name string, max int64) (*HostCgroup, error) {
 	if max <= 0 || name == "" {
-		return "", nil
+		return nil, nil
 	}
-	cg := hostCgroup(name, max)
-	m, err := manager.New(cg)
+	p, err := here()
 	if err != nil {
-		return "", fmt.Errorf("host_memory: supervisor cgroup %s: %w", cg.Name, err)
+		return nil, fmt.Errorf("host_memory: supervisor cgroup %s: %w", name, err)
 	}
-	// Apply makes the folders (and enables the controllers) with the
-	// process in them; Set then writes the bound. Made empty first (pid
-	// -1 is no process) and bounded, then joined.
-	if err := m.Apply(-1); err != nil {
-		return "", fmt.Errorf("host_memory: supervisor cgroup %s: %w", cg.Name, err)
+	inner := path.Join(p.parent, name)
+	c := &HostCgroup{Path: filepath.Join(p.mnt, inner), from: filepath.Join(p.mnt, p.own), root: p.mnt}
+	for try := 1; ; try++ {
+		err := c.join(inner, max)
+		if err == nil {
+			return c, nil
+		}
+		if !cgroupGone(err) || try == joinTries {
+			return nil, fmt.Errorf("host_memory: supervisor cgroup %s: %w", name, err)
+		}
+	}
+}
+
+// join makes the cgroup (only the memory controller's, under v1), bounds
+// it, moves the process in and checks the bound is still there.
+func (c *HostCgroup) join(inner string, max int64) error {
+	res := &cgroups.Resources{Memory: max, SkipDevices: true} // the host's devices stay the supervisor's
+	paths := map[string]string{"memory": c.Path}
+	if cgroups.IsCgroup2UnifiedMode() {
+		paths = map[string]string{"": c.Path}
+	}
+	m, err := manager.NewWithPaths(&cgroups.Cgroup{Path: inner, Resources: res}, paths)
+	if err != nil {
+		return err
+	}
+	if err := m.Apply(-1); err != nil { // the folder (v2: the controllers above it), no process
+		return err
 	}
 	// Memory and swap together: a flood is not pushed out to swap past the
 	// bound (where swap is accounted: always on v2, memsw on v1).
-	if cgroups.IsCgroup2UnifiedMode() || cgroups.PathExists(filepath.Join(m.Path("memory"), "memory.memsw.limit_in_bytes")) {
-		cg.Resources.MemorySwap = max
+	if cgroups.IsCgroup2UnifiedMode() || cgroups.PathExists(filepath.Join(c.Path, "memory.memsw.limit_in_bytes")) {
+		res.MemorySwap = max
 	}
-	if err := m.Set(cg.Resources); err != nil {
-		return "", fmt.Errorf("host_memory: bound supervisor cgroup %s at %d bytes: %w", cg.Name, max, err)
+	if err := m.Set(res); err != nil {
+		return fmt.Errorf("bound at %d bytes: %w", max, err)
 	}
-	if err := m.Apply(os.Getpid()); err != nil {
-		return "", fmt.Errorf("host_memory: join supervisor cgroup %s: %w", cg.Name, err)
+	if err := cgroups.WriteCgroupProc(c.Path, os.Getpid()); err != nil {
+		return err
 	}
-	return m.Path("memory"), nil
+	// Removed and made again by another supervisor between the bound and
+	// the move: that one writes the bound too, but it is written here now.
+	if got, err := memoryLimit(c.Path); err != nil || got != max {
+		if err := m.Set(res); err != nil {
+			return fmt.Errorf("bound at %d bytes: %w", max, err)
+		}
+	}
+	return nil
+}
+
+// memoryLimit reads the memory bound of the cgroup at dir (v2 memory.max,
+// v1 memory.limit_in_bytes); "max" (no bound) is -1.
+func memoryLimit(dir string) (int64, error) {
+	file := "memory.limit_in_bytes"
+	if cgroups.IsCgroup2UnifiedMode() {
+		file = "memory.max"
+	}
+	s, err := cgroups.ReadFile(dir, file)
+	if err != nil {
+		return 0, err
+	}
+	if s = strings.TrimSpace(s); s == "max" {
+		return -1, nil
+	}
+	return strconv.ParseInt(s, 10, 64)
+}
+
+// cgroupGone reports whether err may be a cgroup removed under its user:
+// a file or the folder gone (ENOENT), a write to a removed one (ENODEV),
+// or, under v1, the swap bound written into one made again meanwhile,
+// whose memory bound is not written yet (EINVAL: swap below memory).
+func cgroupGone(err error) bool {
+	return errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENODEV) || errors.Is(err, unix.EINVAL)
+}
+
+// Leave moves the process back to the cgroup it left for c (or, if that
+// is gone, to the hierarchy's root) and removes c if no other supervisor
+// is in it. Nothing bounds the process after: call it last. Nil does
+// nothing.
+func (c *HostCgroup) Leave() error {
+	if c == nil {
+		return nil
+	}
+	pid := os.Getpid()
+	if err := cgroups.WriteCgroupProc(c.from, pid); err != nil {
+		if err := cgroups.WriteCgroupProc(c.root, pid); err != nil {
+			return fmt.Errorf("host_memory: leave %s: %w", c.Path, err)
+		}
+	}
+	return removeIfEmpty(c.Path)
+}
+
+// HostCgroupDir is the folder of the supervisor cgroup name (v1: in the
+// memory hierarchy) where this process would make it.
+func HostCgroupDir(name string) (string, error) {
+	p, err := here()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(p.mnt, p.parent, name), nil
+}
+
+// RemoveHostCgroup removes the supervisor cgroup name (HostCgroupDir) if
+// no process is in it: `roster-box reap` after a supervisor was killed
+// (the kernel's OOM killer at its bound, kill -9).
+func RemoveHostCgroup(name string) error {
+	dir, err := HostCgroupDir(name)
+	if err != nil {
+		return err
+	}
+	return removeIfEmpty(dir)
+}
+
+// removeIfEmpty removes the cgroup at dir; one gone already, or with a
+// process in it still (EBUSY: another supervisor of the worker, which
+// removes it as it leaves), is no error.
+func removeIfEmpty(dir string) error {
+	for {
+		err := unix.Rmdir(dir)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == nil, err == unix.ENOENT, err == unix.EBUSY:
+			return nil
+		}
+		return &os.PathError{Op: "rmdir", Path: dir, Err: err}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,7 +14,8 @@ import (
 	"testing"
 
 	"github.com/opencontainers/cgroups"
-	"github.com/opencontainers/cgroups/manager"
+
+	"github.com/roster-sh/roster/lib/home"
 )
 
 // The supervisor's host cgroup, with real processes in real cgroups: a
@@ -37,12 +39,12 @@ func TestHostCgroupChild(t *testing.T) {
 		fmt.Println("bad args:", err)
 		os.Exit(2)
 	}
-	path, err := JoinHostCgroup(HostCgroupName("/test-home", worker), bound)
+	cg, err := JoinHostCgroup(HostCgroupName("/test-home", worker), bound)
 	if err != nil {
 		fmt.Println("join:", err)
 		os.Exit(3)
 	}
-	fmt.Println("joined", path)
+	fmt.Println("joined", cg.Path)
 	var held [][]byte
 	for n := int64(0); n < alloc; n += 1 << 20 {
 		b := make([]byte, 1<<20)
@@ -93,8 +95,11 @@ func startHostcgChild(t *testing.T, worker string, bound, alloc int64) *hostcgPr
 		w.Close()
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		if m, err := manager.New(hostCgroup(HostCgroupName("/test-home", worker), bound)); err == nil {
-			_ = m.Destroy()
+		if err := RemoveHostCgroup(HostCgroupName("/test-home", worker)); err != nil {
+			t.Error(err)
+		}
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("supervisor cgroup %s left behind: %v", path, err)
 		}
 	})
 	return p
@@ -184,7 +189,144 @@ func TestHostCgroupBoundsOneWorker(t *testing.T) {
 }
 
 func TestHostCgroupZeroBoundStays(t *testing.T) {
-	if path, err := JoinHostCgroup("nobody", 0); err != nil || path != "" {
-		t.Fatalf("JoinHostCgroup(_, 0) = %q, %v; want nothing done", path, err)
+	if cg, err := JoinHostCgroup("nobody", 0); err != nil || cg != nil {
+		t.Fatalf("JoinHostCgroup(_, 0) = %v, %v; want nothing done", cg, err)
 	}
+}
+
+// Supervisors of one worker come and go at once: each leaving one removes
+// the cgroup if it is the last (rmdir of one still in use fails, EBUSY),
+// and one joining that finds it removed between making and moving in
+// starts again. Children join, check and leave in a loop, all at once.
+
+const hostcgCycle = "ROSTER_TEST_HOSTCG_CYCLE" // "WORKER BOUND ROUNDS"
+
+// TestHostCgroupCycleChild is a cycling child's body.
+func TestHostCgroupCycleChild(t *testing.T) {
+	arg := os.Getenv(hostcgCycle)
+	if arg == "" {
+		t.Skip("a child of TestHostCgroupSupervisorsComeAndGoAtOnce")
+	}
+	var worker string
+	var bound int64
+	var rounds int
+	if _, err := fmt.Sscan(arg, &worker, &bound, &rounds); err != nil {
+		fmt.Println("bad args:", err)
+		os.Exit(2)
+	}
+	name := HostCgroupName("/test-home", worker)
+	before, err := here()
+	if err != nil {
+		fmt.Println("here:", err)
+		os.Exit(3)
+	}
+	fail := func(format string, a ...any) {
+		fmt.Printf(format+"\n", a...)
+		os.Exit(1)
+	}
+	for i := 0; i < rounds; i++ {
+		cg, err := JoinHostCgroup(name, bound)
+		if err != nil {
+			fail("round %d: join: %v", i, err)
+		}
+		in, err := here()
+		if err != nil || in.own != path.Join(before.parent, name) {
+			fail("round %d: in %q (%v), want %s", i, in.own, err, path.Join(before.parent, name))
+		}
+		if got, err := memoryLimit(cg.Path); err != nil || got != bound {
+			fail("round %d: bound %d (%v), want %d", i, got, err, bound)
+		}
+		if err := cg.Leave(); err != nil {
+			fail("round %d: leave: %v", i, err)
+		}
+		if out, err := here(); err != nil || out.own != before.own {
+			fail("round %d: left to %q (%v), want %s", i, out.own, err, before.own)
+		}
+	}
+	fmt.Println("ok")
+	os.Exit(0)
+}
+
+func TestHostCgroupSupervisorsComeAndGoAtOnce(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("cgroups need root")
+	}
+	const bound, children, rounds = 64 << 20, 4, 25
+	worker := "hcg-cycle-" + strconv.Itoa(os.Getpid())
+	p, err := here()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(p.mnt, p.parent, HostCgroupName("/test-home", worker))
+	t.Cleanup(func() { _ = RemoveHostCgroup(HostCgroupName("/test-home", worker)) })
+	type result struct {
+		out []byte
+		err error
+	}
+	done := make(chan result, children)
+	for i := 0; i < children; i++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHostCgroupCycleChild$")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %d", hostcgCycle, worker, bound, rounds))
+		go func() {
+			out, err := cmd.CombinedOutput()
+			done <- result{out, err}
+		}()
+	}
+	for i := 0; i < children; i++ {
+		r := <-done
+		if r.err != nil || !strings.Contains(string(r.out), "ok\n") {
+			t.Errorf("a child failed: %v: %s", r.err, r.out)
+		}
+	}
+	// The last to leave found it empty and removed it.
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("supervisor cgroup %s left behind after its last supervisor: %v", dir, err)
+	}
+}
+
+// A box's cgroup is "roster/roster-RUN" beside where the supervisor
+// started, at an absolute path, whether or not the supervisor has joined
+// its own cgroup since: never inside the supervisor's bound.
+func TestBoxCgroupIsBesideTheSupervisorsNotInIt(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("cgroups need root")
+	}
+	run := "2026-01-02-03-04-05-abcd"
+	before := boxCgroup(run, &cgroups.Resources{})
+	if before.Name != "" || before.Parent != "" || !path.IsAbs(before.Path) || path.Base(path.Dir(before.Path)) != "roster" {
+		t.Fatalf("box cgroup %+v: want an absolute .../roster/%s", before, home.ContainerID(run))
+	}
+	// In a child, as a supervisor: joined first, then the box's cgroup.
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBoxCgroupChild$")
+	cmd.Env = append(os.Environ(), hostcgBoxChild+"=hcg-box-"+strconv.Itoa(os.Getpid())+" "+run)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v: %s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); !strings.HasSuffix(got, "box "+before.Path) {
+		t.Errorf("the joined supervisor's box cgroup: %q, want %s (as before joining)", got, before.Path)
+	}
+}
+
+const hostcgBoxChild = "ROSTER_TEST_HOSTCG_BOX" // "WORKER RUN"
+
+// TestBoxCgroupChild joins a supervisor cgroup, prints the box's cgroup
+// path, leaves.
+func TestBoxCgroupChild(t *testing.T) {
+	arg := os.Getenv(hostcgBoxChild)
+	if arg == "" {
+		t.Skip("the child of TestBoxCgroupIsBesideTheSupervisorsNotInIt")
+	}
+	worker, run, _ := strings.Cut(arg, " ")
+	cg, err := JoinHostCgroup(HostCgroupName("/test-home", worker), 64<<20)
+	if err != nil {
+		fmt.Println("join:", err)
+		os.Exit(3)
+	}
+	fmt.Println("box", boxCgroup(run, &cgroups.Resources{}).Path)
+	if err := cg.Leave(); err != nil {
+		fmt.Println("leave:", err)
+		os.Exit(4)
+	}
+	os.Exit(0)
 }

@@ -87,7 +87,7 @@ func Prepare(ctx context.Context, r Request) (*Supervision, error) {
 	s := &Spec{
 		Worker: r.Worker, Run: run, Channel: channel,
 		UID: spec.UID, Command: spec.Command, Rootfs: spec.Rootfs, Network: spec.Network,
-		Memory: spec.Memory, HostMemory: spec.HostMemory, HostCgroup: HostCgroupName(h.Dir, r.Worker), Pids: spec.Pids, CPUs: spec.CPUs,
+		Memory: spec.Memory, Pids: spec.Pids, CPUs: spec.CPUs,
 		Store: w.Store(), Locks: w.Locks(), View: w.View(), Runs: w.Runs(), RunDir: w.Run(run),
 		Tools: map[string]string{},
 	}

@@ -19,14 +19,9 @@ type Spec struct {
 	Network string   // "gateway" (loopback + the run's gateway), "none" (loopback only) or "host"
 	Env     []string // extra NAME=VALUE pairs (pass_env), after the fixed ones
 
-	Memory int64 // bytes; 0 = no limit
-	// HostMemory bounds the supervisor's own cgroup (host_memory), bytes,
-	// named HostCgroup (HostCgroupName); 0 = the supervisor stays where it
-	// was started.
-	HostMemory int64
-	HostCgroup string
-	Pids       int64   // 0 = no limit
-	CPUs       float64 // cores; 0 = no limit
+	Memory int64   // bytes; 0 = no limit
+	Pids   int64   // 0 = no limit
+	CPUs   float64 // cores; 0 = no limit
 
 	Connections []Connection
 
