@@ -103,9 +103,10 @@ func (c *WorkerAddCmd) Run(g *cli.Globals, env *cli.Env) error {
 	}
 	if ag != nil {
 		// The spec is written: a missing agent is the operator's next step,
-		// not a reason to refuse (its runs fail with the hint until then).
+		// not a reason to refuse (dispatch holds its tasks until then, and
+		// an ad-hoc run fails with the hint).
 		if _, err := agent.Find(ag, w.Rootfs); err != nil {
-			env.Warn("worker %s: %v; its runs fail until it is installed (hint: %s)", w.Name, err, errs.HintOf(err))
+			env.Warn("worker %s: %v; its tasks are held until it is installed (hint: %s)", w.Name, err, errs.HintOf(err))
 		}
 	}
 	// The heartbeat is the host's from the spec: the partition holds it

@@ -1,10 +1,11 @@
 package dispatch
 
 // The per-worker holds: a worker whose spec cannot start a box
-// (tms.SpecHold: no command, a connection's path missing) is held exactly
-// like one without a credential, until the spec or the path is fixed; so
-// is one whose store was over [storage] store.max at its last take
-// (tms.StoreHold), until a take finds it under the bound.
+// (tms.SpecHold: no command, its agent not installed, a connection's path
+// missing) is held exactly like one without a credential, until the spec,
+// the agent or the path is fixed; so is one whose store was over [storage]
+// store.max at its last take (tms.StoreHold), until a take finds it under
+// the bound.
 //
 // The per-worker credential hold (docs/gateway.md, "Dispatch hold"): a
 // worker whose boxes get a gateway and whose [gateway] providers have no

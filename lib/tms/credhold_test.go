@@ -1,6 +1,8 @@
 package tms
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -48,5 +50,41 @@ func TestDueHoldsAWorkerWhoseProvidersHaveNoCredential(t *testing.T) {
 		if why, _ := ProviderHold(h, org, s, func(string) string { return "" }, t0); why != "" {
 			t.Fatalf("%+v held: %s", s, why)
 		}
+	}
+}
+
+// An agent its boxes would not see holds the worker (SpecHold), with the
+// install hint; installed, the next Due claims, with nothing else changed.
+func TestDueHoldsAnAgentWorkerUntilItsAgentIsInstalled(t *testing.T) {
+	h := newHome(t, "dobby")
+	org, err := config.ParseOrg("org.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	org.Storage.MinFree = 0
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "usr", "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := &config.Worker{Name: "dobby", Agent: "claude", Rootfs: root, Network: "none"}
+	p, err := Open(h, "dobby", Options{Clock: &fakeClock{t: t0}, Org: org, Worker: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAdd(t, p, NewTask{Text: "t"})
+	r, err := p.Due(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "claude: agent not installed: no executable claude on the box's PATH in " + root + " (hint: install Claude Code on the host"
+	if len(r.Claimable) != 0 || !strings.HasPrefix(r.SpecHold, want) || r.Entries[0].Eligibility.Status != StateHeld ||
+		!strings.HasPrefix(r.Entries[0].Eligibility.Why, "held: "+want) {
+		t.Fatalf("not installed: claimable %d, hold %q, %+v", len(r.Claimable), r.SpecHold, r.Entries[0].Eligibility)
+	}
+	if err := os.WriteFile(filepath.Join(root, "usr", "bin", "claude"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := p.Due(ctx); len(r.Claimable) != 1 || r.SpecHold != "" {
+		t.Fatalf("installed: claimable %d, hold %q", len(r.Claimable), r.SpecHold)
 	}
 }

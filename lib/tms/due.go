@@ -111,7 +111,8 @@ type DueReport struct {
 	// form.
 	CredentialHold string
 	// SpecHold is why the worker is held for its spec (SpecHold: no
-	// command, a connection's path missing), "" when it is not; Holds has it.
+	// command, its agent not installed, a connection's path missing), ""
+	// when it is not; Holds has it.
 	SpecHold string
 	// StoreHold is why the worker is held for its store's size
 	// (StoreHold: over store.max at the last take), "" when it is not;

@@ -11,7 +11,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/roster-sh/roster/lib/agent"
 	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/gateway"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/runs"
@@ -84,16 +86,30 @@ func ProviderHold(h home.Home, org *config.Org, spec *config.Worker, getenv func
 }
 
 // SpecHold is why a worker's boxes cannot start as its spec stands, ""
-// when they can: no command (and no agent), or a [[connection]] whose
-// host path is missing or not a folder. Such a worker is held (its tasks
-// stay pending, never claimed to fail) until the spec or the path is
-// fixed. (An agent that is not installed will be a reason too.)
+// when they can: no command (and no agent), an agent the box would not
+// see (agent.Find: not installed in the host's /usr or the spec's rootfs;
+// the reason ends with its install hint), or a [[connection]] whose host
+// path is missing or not a folder. Such a worker is held (its tasks stay
+// pending, never claimed to fail) until the spec, the agent or the path is
+// fixed; it is looked up afresh at every call.
 func SpecHold(spec *config.Worker) string {
 	if spec == nil {
 		return ""
 	}
 	if len(spec.Command) == 0 && spec.Agent == "" {
 		return "no command in its spec"
+	}
+	if spec.Agent != "" {
+		a, err := agent.For(spec.Agent)
+		if err == nil {
+			_, err = agent.Find(a, spec.Rootfs)
+		}
+		if err != nil {
+			if hint := errs.HintOf(err); hint != "" {
+				return fmt.Sprintf("%v (hint: %s)", err, hint)
+			}
+			return err.Error()
+		}
 	}
 	for _, c := range spec.Connections {
 		if fi, err := os.Stat(c.Path); err != nil {
