@@ -26,12 +26,20 @@ func (d *Dispatcher) retryTakes(ctx context.Context) {
 		return // the last retry is still under way
 	}
 	org := d.loadOrg()
-	_, served, err := d.workers()
-	var failed []string
+	all, served, err := d.workers()
+	held := map[string]bool{}
 	if org != nil && org.Storage.Snapshots > 0 && err == nil {
-		quiet, _, qerr := d.quietWorkers(ctx)
+		for _, w := range all {
+			if f, _ := snap.Failed(ctx, d.h.Worker(w)); served[w] && f != nil {
+				held[w] = true
+			}
+		}
+	}
+	var failed []string
+	if len(held) > 0 {
+		quiet, _, err := d.quietWorkers(ctx) // only then: it reads every partition
 		for _, w := range quiet {
-			if f, _ := snap.Failed(ctx, d.h.Worker(w)); served[w] && qerr == nil && f != nil {
+			if held[w] && err == nil {
 				failed = append(failed, w)
 			}
 		}
