@@ -215,7 +215,7 @@ func (t *txn) resolveDeps(task *Task, after []string) error {
 func (t *txn) roomForTask() error {
 	n := len(t.f.Tasks)
 	if t.raw != nil {
-		n = len(t.raw.ids) + len(t.raw.added)
+		n = t.raw.n + len(t.raw.added)
 	}
 	if n >= MaxOpenTasks {
 		return errs.WithHint(usage("worker %s has %d open tasks, the limit of %d per partition", t.p.Name, n, MaxOpenTasks),
@@ -235,14 +235,7 @@ func (t *txn) hasTask(id string) bool {
 // taskIDs lists the ids of tasks.json's tasks.
 func (t *txn) taskIDs() []string {
 	if t.raw != nil {
-		ids := make([]string, 0, len(t.raw.ids)+len(t.raw.added))
-		for id := range t.raw.ids {
-			ids = append(ids, id)
-		}
-		for i := range t.raw.added {
-			ids = append(ids, t.raw.added[i].ID)
-		}
-		return ids
+		return t.raw.ids()
 	}
 	ids := make([]string, len(t.f.Tasks))
 	for i := range t.f.Tasks {

@@ -480,33 +480,76 @@ func (d *fdec) templateLast(p **TemplateLast) bool {
 	})
 }
 
-// rawFile is tasks.json's tasks array as read: each task's encoded
-// object, checked exactly as decodeFast checks it, and its id.
+// rawFile is tasks.json's tasks array as read: every task checked exactly
+// as decodeFast checks it (or the file sealed by its writer, sealed.go),
+// and kept encoded as one block in the writer's form.
 type rawFile struct {
 	data  []byte
-	tasks [][]byte
-	ids   map[string]bool
-	added []Task // appended by this change
+	block []byte          // the tasks as the writer writes them: "\n{...},\n{...}", empty for none
+	n     int             // how many tasks block holds
+	idset map[string]bool // block's ids when it was checked task by task; nil when sealed
+	added []Task          // appended by this change
 }
 
 func (d *fdec) rawTasks() bool {
-	n := bytes.Count(d.b, []byte{'\n'})
-	d.raw.tasks = make([][]byte, 0, n)
-	d.raw.ids = make(map[string]bool, n)
+	ids := make(map[string]bool, bytes.Count(d.b, []byte{'\n'}))
 	d.skip = true
 	defer func() { d.skip = false }()
 	var t Task
-	return d.array(func() bool {
+	var spans [][2]int
+	var pre []byte
+	ok := d.array(func() bool {
 		t = Task{}
 		d.ws()
 		start := d.i
-		if !d.task(&t) || t.ID == "" || d.raw.ids[t.ID] || badTaskValue(&t) != "" {
+		if !d.task(&t) || t.ID == "" || ids[t.ID] || badTaskValue(&t) != "" {
 			return false // DecodeFile words the refusal
 		}
-		d.raw.ids[t.ID] = true
-		d.raw.tasks = append(d.raw.tasks, d.b[start:d.i])
+		// Kept only if on one line and starting with its id as the
+		// writer writes it (what has, ids and a sealed read rely on);
+		// otherwise DecodeFile reads it and the write re-encodes it.
+		span := d.b[start:d.i]
+		pre = appendStr(append(pre[:0], `{"id":`...), t.ID)
+		if bytes.IndexByte(span, '\n') >= 0 || !bytes.HasPrefix(span, pre) {
+			return false
+		}
+		ids[t.ID] = true
+		spans = append(spans, [2]int{start, d.i})
 		return true
 	})
+	if ok {
+		d.raw.block, d.raw.n, d.raw.idset = joinEntries(d.b, spans), len(spans), ids
+	}
+	return ok
+}
+
+// joinEntries is the entries at spans of b in the writer's form, each on
+// its own line: b's own bytes when they already are (the usual case), else
+// a copy.
+func joinEntries(b []byte, spans [][2]int) []byte {
+	if len(spans) == 0 {
+		return nil
+	}
+	contiguous := spans[0][0] > 0 && b[spans[0][0]-1] == '\n'
+	for i := 1; contiguous && i < len(spans); i++ {
+		contiguous = string(b[spans[i-1][1]:spans[i][0]]) == ",\n"
+	}
+	if contiguous {
+		return b[spans[0][0]-1 : spans[len(spans)-1][1]]
+	}
+	n := 0
+	for _, s := range spans {
+		n += s[1] - s[0] + 2
+	}
+	out := make([]byte, 0, n)
+	for i, s := range spans {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, '\n')
+		out = append(out, b[s[0]:s[1]]...)
+	}
+	return out
 }
 
 // decodeRaw reads tasks.json as decodeFast and DecodeFile do, keeping the
@@ -518,18 +561,33 @@ func decodeRaw(data []byte) (*rawFile, *File, bool) {
 	if !ok || !hasFormat || f.Format != Format || f.Version < 0 {
 		return nil, nil, false
 	}
-	seen := make(map[string]bool, len(f.Templates))
-	for i := range f.Templates {
-		if id := f.Templates[i].ID; id == "" || seen[id] {
-			return nil, nil, false
-		}
-		seen[f.Templates[i].ID] = true
+	if !uniqueTemplates(f.Templates) {
+		return nil, nil, false
 	}
 	return d.raw, f, true
 }
 
+func uniqueTemplates(ts []Template) bool {
+	seen := make(map[string]bool, len(ts))
+	for i := range ts {
+		if id := ts[i].ID; id == "" || seen[id] {
+			return false
+		}
+		seen[ts[i].ID] = true
+	}
+	return true
+}
+
+// has tells whether the tasks hold id. In the writer's form a task's line
+// starts with its id and a comma (text follows), and "\n{" starts nothing
+// else (a string's newlines are escaped), so a search for that start is
+// exact.
 func (r *rawFile) has(id string) bool {
-	if r.ids[id] {
+	if r.idset != nil {
+		if r.idset[id] {
+			return true
+		}
+	} else if bytes.Contains(r.block, append(appendStr([]byte("\n{\"id\":"), id), ',')) {
 		return true
 	}
 	for i := range r.added {
@@ -540,25 +598,36 @@ func (r *rawFile) has(id string) bool {
 	return false
 }
 
-// encodeEntries is encodeEntries of the file these tasks (and templates)
-// make: the same bytes when the tasks were read in the writer's own form.
-func (r *rawFile) encodeEntries(room int, templates []Template) ([]byte, error) {
-	n := room + 64 + len(templates)*256 + len(r.added)*256
-	for _, t := range r.tasks {
-		n += len(t) + 2
-	}
-	b := make([]byte, room, n)
-	b = append(b, "\n\"tasks\":["...)
-	for i, t := range r.tasks {
-		if i > 0 {
-			b = append(b, ',')
+// ids lists the tasks' ids, block's first.
+func (r *rawFile) ids() []string {
+	out := make([]string, 0, r.n+len(r.added))
+	for rest := r.block; len(rest) > 0; {
+		line := rest[1:] // after the "\n"
+		if i := bytes.IndexByte(line, '\n'); i >= 0 {
+			line, rest = line[:i], line[i:]
+		} else {
+			rest = nil
 		}
-		b = append(b, '\n')
-		b = append(b, t...)
+		d := &fdec{b: line, i: len(`{"id":`)}
+		var id string
+		if d.str(&id) {
+			out = append(out, id)
+		}
 	}
+	for i := range r.added {
+		out = append(out, r.added[i].ID)
+	}
+	return out
+}
+
+// entries is the tasks array's text from its "[" on and the templates
+// after it, to the end of the file (the file is its head, then this),
+// in pieces, the first of them block itself.
+func (r *rawFile) entries(templates []Template) ([][]byte, error) {
+	var b []byte
 	var err error
 	for i := range r.added {
-		if i > 0 || len(r.tasks) > 0 {
+		if i > 0 || r.n > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, '\n')
@@ -566,7 +635,10 @@ func (r *rawFile) encodeEntries(room int, templates []Template) ([]byte, error) 
 			return nil, fmt.Errorf("task %s: %w", r.added[i].ID, err)
 		}
 	}
-	return appendTemplates(b, templates)
+	if b, err = appendTemplates(b, templates); err != nil {
+		return nil, err
+	}
+	return [][]byte{[]byte("\n\"tasks\":["), r.block, b}, nil
 }
 
 // decodeFast reads a tasks.json the way json.Unmarshal into File would, or

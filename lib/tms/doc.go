@@ -26,8 +26,11 @@
 // (codec.go) that hands anything else to encoding/json, so what is read
 // and what is refused do not depend on the path taken (FuzzFastDecode);
 // the entries are encoded once for tasks.json and schedule.json. Add
-// checks every task as fully as a decode does but keeps the tasks it does
-// not touch as their bytes, and checks only the new task's dependencies.
+// keeps the tasks it does not touch as their bytes and checks only the new
+// task's dependencies; it checks every task as fully as a decode does
+// unless the file carries its writer's seal (sealed.go: an extended
+// attribute with the file's size and CRC-32C, set before the rename),
+// which proves the bytes are the writer's own, checked, form.
 //
 // Eligibility (due, scheduled, waiting, blocked, late, held) is derived,
 // never stored. A finished dependency's outcome is copied into its
@@ -47,5 +50,5 @@
 // actions (actions.go), reading and checking (read.go, journal.go,
 // fsck.go); partition.go is the lock and the change, files.go reads and
 // writes the files, codec.go and codec_encode.go are tasks.json's fast
-// path.
+// path, sealed.go its seal.
 package tms

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/roster-sh/roster/lib/fsx"
@@ -17,43 +18,58 @@ import (
 // and atomically, read and checked (a corrupt one refused).
 
 func (p *Partition) writeViews(f *File, now time.Time) error {
-	return p.writeViewsRaw(f, nil, now)
+	return p.writeViewsRaw(f, nil, now, nil)
 }
 
-// writeViewsRaw writes f, whose tasks are raw's (when raw is not nil).
-// The entries are encoded once, after room for a head: each file is its
-// head written into that room, then the same bytes.
-func (p *Partition) writeViewsRaw(f *File, raw *rawFile, now time.Time) error {
+// writeViewsRaw writes f, whose tasks are raw's (when raw is not nil):
+// tasks.json (sealed, sealed.go), then view/schedule.json. The entries are
+// encoded once; each file is its head, then the same bytes. first (if not
+// nil) runs meanwhile, for the journal's append: the three fsyncs overlap,
+// and nothing is renamed until all are done, so the journal line is
+// durable before tasks.json is replaced, and tasks.json before the view.
+func (p *Partition) writeViewsRaw(f *File, raw *rawFile, now time.Time, first func() error) error {
 	f.Format = Format
-	var buf []byte
-	var err error
+	var body [][]byte
 	if raw != nil {
-		buf, err = raw.encodeEntries(headRoom, f.Templates)
+		var err error
+		if body, err = raw.entries(f.Templates); err != nil {
+			return fmt.Errorf("encode %s: %w", p.W.TasksFile(), err)
+		}
 	} else {
-		buf, err = encodeEntries(headRoom, f)
+		b, err := encodeEntries(0, f)
+		if err != nil {
+			return fmt.Errorf("encode %s: %w", p.W.TasksFile(), err)
+		}
+		body = [][]byte{b}
 	}
+	tf, err := writePending(p.W.TasksFile(), 0o600, append([][]byte{fileHead(f, "", now)}, body...), true)
 	if err != nil {
-		return fmt.Errorf("encode %s: %w", p.W.TasksFile(), err)
-	}
-	if err := fsx.WriteFile(p.W.TasksFile(), withHead(buf, fileHead(f, "", now)), 0o600); err != nil {
 		return err
 	}
-	// tasks.json is written: its head's room may now take schedule.json's.
-	return fsx.WriteFile(p.W.Schedule(), withHead(buf, fileHead(f, p.Name, now)), 0o644)
-}
-
-// headRoom is the room encodeEntries leaves before the entries: enough
-// for schedule.json's head (a worker name is at most 63 bytes).
-const headRoom = 256
-
-// withHead puts head right before the entries in buf's room.
-func withHead(buf, head []byte) []byte {
-	if len(head) > headRoom {
-		return append(head, buf[headRoom:]...)
+	sf, err := writePending(p.W.Schedule(), 0o644, append([][]byte{fileHead(f, p.Name, now)}, body...), false)
+	if err != nil {
+		tf.abandon()
+		return err
 	}
-	start := headRoom - len(head)
-	copy(buf[start:], head)
-	return buf[start:]
+	var wg sync.WaitGroup
+	var errT, errS, errF error
+	wg.Add(2)
+	go func() { defer wg.Done(); errT = tf.sync() }()
+	go func() { defer wg.Done(); errS = sf.sync() }()
+	if first != nil {
+		errF = first()
+	}
+	wg.Wait()
+	if err := errors.Join(errF, errT, errS); err != nil {
+		tf.abandon()
+		sf.abandon()
+		return err
+	}
+	if err := tf.replace(); err != nil {
+		sf.abandon()
+		return err
+	}
+	return sf.replace()
 }
 
 // encodeFile writes tasks.json (worker == "") or schedule.json; nil if an
@@ -126,24 +142,6 @@ func readFile(path string) (*File, error) {
 		return nil, refused(path, "cannot read: %v", err)
 	}
 	return DecodeFile(path, data)
-}
-
-// readRaw is readFile keeping the tasks encoded (raw) when the file is in
-// the writer's form; otherwise raw is nil and the decoded file is
-// returned, or the refusal.
-func readRaw(path string) (*rawFile, *File, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &File{Format: Format}, nil
-	}
-	if err != nil {
-		return nil, nil, refused(path, "cannot read: %v", err)
-	}
-	if r, f, ok := decodeRaw(data); ok {
-		return r, f, nil
-	}
-	f, err := DecodeFile(path, data)
-	return nil, f, err
 }
 
 // DecodeFile parses the text of a tasks.json (or schedule.json); name

@@ -159,8 +159,16 @@ func killCheck(t *testing.T, p *Partition, mode string, ids []string, printed ma
 		if err != nil {
 			fail("%v", err)
 		}
-		if _, err := DecodeFile(path, data); err != nil {
+		full, err := DecodeFile(path, data)
+		if err != nil {
 			fail("%v", err)
+		}
+		// A seal is the file's own: a sealed read agrees with DecodeFile.
+		if sdata, seal, err := readSealed(path); err == nil && sealed(seal, sdata) {
+			r, sf, ok := decodeSealed(sdata)
+			if !ok || sf.Version != full.Version || r.n != len(full.Tasks) {
+				fail("%s is sealed but does not read as sealed", path)
+			}
 		}
 	}
 	data, _ := os.ReadFile(p.W.Journal())

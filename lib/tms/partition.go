@@ -213,8 +213,11 @@ func (p *Partition) beginRaw(ctx context.Context, raw bool) (*txn, error) {
 	return t, nil
 }
 
+// ensureDirs makes the partition's folders, in order; view/ is the last,
+// so once it exists all do (a process that finds only tasks/ may be racing
+// the one making them, and makes the rest itself).
 func (p *Partition) ensureDirs() error {
-	if _, err := os.Stat(p.W.Tasks()); err == nil {
+	if _, err := os.Stat(p.W.View()); err == nil {
 		return nil
 	}
 	for _, d := range []struct {
@@ -442,14 +445,17 @@ func (t *txn) commit() error {
 	if err := t.syncSpec(); err != nil {
 		return err
 	}
-	for _, b := range t.out {
-		if err := fsx.AppendLine(t.j, b); err != nil {
-			return err
+	appendLines := func() error {
+		for _, b := range t.out {
+			if err := fsx.AppendLine(t.j, b); err != nil {
+				return err
+			}
 		}
-	}
-	if !t.changed {
 		return nil
 	}
+	if !t.changed {
+		return appendLines()
+	}
 	t.f.Version = t.ver
-	return t.p.writeViewsRaw(t.f, t.raw, t.now)
+	return t.p.writeViewsRaw(t.f, t.raw, t.now, appendLines)
 }

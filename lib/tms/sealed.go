@@ -1,0 +1,239 @@
+package tms
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/google/renameio/v2"
+	"golang.org/x/sys/unix"
+
+	"github.com/roster-sh/roster/lib/fsx"
+)
+
+// tasks.json's seal: the writer's mark on a file it wrote, so that the
+// next change that only appends a task (Add) can keep the tasks as their
+// bytes without checking each one again. At 10,000 pending tasks that
+// check was most of an add's time (9 of its 25 ms of CPU, 2026-12-01).
+//
+// Every tasks.json this package writes carries the extended attribute
+// user.roster.seal, "1 SIZE CRC": the file's size and CRC-32C (Castagnoli)
+// of all its bytes. It is set on the temporary file before that is fsynced
+// and renamed, so the file and its seal appear together, and it belongs to
+// that inode: a file written by anything else (a person's editor, another
+// program, a copy that drops attributes) has none. A read that finds the
+// seal matching the bytes it read knows they are the writer's own form,
+// made from tasks it had checked: one entry a line, each starting with its
+// id. Anything else (no seal, a filesystem without user attributes, a size
+// or checksum that differs: edited or damaged in place) is read and checked
+// task by task as before, and refused if corrupt. The seal is a cache of a
+// check, never data: it is not part of tasks.json's format (which stays as
+// docs/layout.md has it), every other reader ignores it, and a wrong or
+// missing one only costs the full check. CRC-32C is a checksum against
+// damage and edits, not a signature: tasks/ is root's alone.
+
+const sealAttr = "user.roster.seal"
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// sealText is the seal of a file of size bytes with checksum sum.
+func sealText(size int, sum uint32) string {
+	return "1 " + strconv.Itoa(size) + " " + strconv.FormatUint(uint64(sum), 16)
+}
+
+// sealed tells whether data is what a file sealed seal holds.
+func sealed(seal string, data []byte) bool {
+	return seal != "" && seal == sealText(len(data), crc32.Checksum(data, castagnoli))
+}
+
+// readSeal returns f's seal, "" if it has none or it cannot be read.
+func readSeal(f *os.File) string {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return ""
+	}
+	var buf [64]byte
+	n := -1
+	rc.Control(func(fd uintptr) {
+		n, err = unix.Fgetxattr(int(fd), sealAttr, buf[:])
+	})
+	if err != nil || n < 0 {
+		return ""
+	}
+	return string(buf[:n])
+}
+
+// setSeal seals f; a filesystem without user attributes leaves it
+// unsealed (its next read checks every task).
+func setSeal(f *os.File, seal string) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Control(func(fd uintptr) {
+		unix.Fsetxattr(int(fd), sealAttr, []byte(seal), 0)
+	})
+}
+
+// readSealed reads path whole and its seal, from one open file (so the
+// two belong to the same inode even while a writer replaces the file).
+func readSealed(path string) (data []byte, seal string, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	var size int64
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	// As os.ReadFile: room for the size and a little (a bytes.Buffer
+	// would double itself near the end, a second copy of a big file).
+	data = make([]byte, 0, size+512)
+	for {
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+	}
+	return data, readSeal(f), nil
+}
+
+// decodeSealed reads a sealed tasks.json (the writer's form, known good):
+// the head, the tasks as one block, the templates decoded. ok=false if the
+// text is not that form after all (the caller then checks it task by
+// task).
+func decodeSealed(data []byte) (*rawFile, *File, bool) {
+	d := &fdec{b: data}
+	f := &File{}
+	if !d.lit(`{"format":`) || !d.int(&f.Format) || f.Format != Format || !d.lit(`,"version":`) {
+		return nil, nil, false
+	}
+	v, ok := d.integer(64)
+	if !ok || v < 0 || !d.lit(",\n\"tasks\":[") {
+		return nil, nil, false
+	}
+	f.Version = v
+	const end = "\n],\n\"templates\":"
+	// From the end: the templates are few, and "\n]," is in no entry.
+	i := bytes.LastIndex(data[d.i:], []byte(end))
+	if i < 0 {
+		return nil, nil, false
+	}
+	r := &rawFile{data: data, block: data[d.i : d.i+i]}
+	r.n = bytes.Count(r.block, []byte{'\n'})
+	if r.n > 0 && !bytes.HasPrefix(r.block, []byte("\n{\"id\":")) {
+		return nil, nil, false
+	}
+	d.i += i + len(end)
+	f.Templates = []Template{}
+	if !d.array(func() bool {
+		f.Templates = append(f.Templates, Template{})
+		return d.template(&f.Templates[len(f.Templates)-1])
+	}) || !d.eat('}') || !uniqueTemplates(f.Templates) {
+		return nil, nil, false
+	}
+	if d.ws(); d.i != len(data) {
+		return nil, nil, false
+	}
+	return r, f, true
+}
+
+// lit consumes s exactly (no white space before it).
+func (d *fdec) lit(s string) bool {
+	if !bytes.HasPrefix(d.b[d.i:], []byte(s)) {
+		return false
+	}
+	d.i += len(s)
+	return true
+}
+
+// readRaw is readFile keeping the tasks encoded (raw) when the file is in
+// the writer's form (sealed, or checked task by task); otherwise raw is nil
+// and the decoded file is returned, or the refusal.
+func readRaw(path string) (*rawFile, *File, error) {
+	data, seal, err := readSealed(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &File{Format: Format}, nil
+	}
+	if err != nil {
+		return nil, nil, refused(path, "cannot read: %v", err)
+	}
+	if sealed(seal, data) {
+		if r, f, ok := decodeSealed(data); ok {
+			return r, f, nil
+		}
+	}
+	if r, f, ok := decodeRaw(data); ok {
+		return r, f, nil
+	}
+	f, err := DecodeFile(path, data)
+	return nil, f, err
+}
+
+// pendingFile is a file being written whole: its bytes go to a temporary
+// file beside it, which replace renames over it once synced.
+type pendingFile struct {
+	t    *renameio.PendingFile
+	path string
+}
+
+// writePending writes pieces, in order, to a new temporary file for path
+// (sealed if seal), unsynced; nothing replaces path until replace.
+func writePending(path string, perm os.FileMode, pieces [][]byte, seal bool) (*pendingFile, error) {
+	// WithTempDir: as fsx.WriteFile (renameio would probe $TMPDIR).
+	t, err := renameio.NewPendingFile(path, renameio.WithStaticPermissions(perm), renameio.WithTempDir(filepath.Dir(path)))
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	var sum uint32
+	size := 0
+	for _, b := range pieces {
+		if _, err := t.Write(b); err != nil {
+			t.Cleanup()
+			return nil, fmt.Errorf("write %s: %w", path, err)
+		}
+		if seal {
+			sum = crc32.Update(sum, castagnoli, b)
+			size += len(b)
+		}
+	}
+	if seal {
+		setSeal(t.File, sealText(size, sum))
+	}
+	return &pendingFile{t: t, path: path}, nil
+}
+
+// sync fsyncs the temporary file's data (replace would, later).
+func (p *pendingFile) sync() error {
+	if err := p.t.Sync(); err != nil {
+		return fmt.Errorf("write %s: %w", p.path, err)
+	}
+	return nil
+}
+
+// replace makes the file durable and renames it over path, then syncs
+// the folder, as fsx.WriteFile does.
+func (p *pendingFile) replace() error {
+	defer p.t.Cleanup()
+	if err := p.t.CloseAtomicallyReplace(); err != nil {
+		return fmt.Errorf("write %s: %w", p.path, err)
+	}
+	return fsx.SyncDir(filepath.Dir(p.path))
+}
+
+// abandon removes the temporary file (after a failure elsewhere).
+func (p *pendingFile) abandon() { p.t.Cleanup() }
