@@ -101,6 +101,8 @@ func (w Worker) Tasks() string           { return filepath.Join(w.Dir, "tasks") 
 func (w Worker) TasksFile() string       { return filepath.Join(w.Dir, "tasks", "tasks.json") }
 func (w Worker) Journal() string         { return filepath.Join(w.Dir, "tasks", "journal.jsonl") }
 func (w Worker) TasksLock() string       { return filepath.Join(w.Dir, "tasks", ".lock") }
+func (w Worker) TasksIndex() string      { return filepath.Join(w.Dir, "tasks", "index.jsonl") }
+func (w Worker) TasksIndexLock() string  { return filepath.Join(w.Dir, "tasks", ".index.lock") }
 func (w Worker) View() string            { return filepath.Join(w.Dir, "view") }
 func (w Worker) Schedule() string        { return filepath.Join(w.Dir, "view", "schedule.json") }
 func (w Worker) Runs() string            { return filepath.Join(w.Dir, "runs") }

@@ -70,8 +70,8 @@ func checkText(text string) error {
 }
 
 // Add files a new pending task and returns it. It reads tasks.json and the
-// journal's tail only (never the whole journal, unless a dependency names
-// a task that has already finished).
+// journal's tail only; a dependency that names a task that is not live is
+// found in the history index, read before the lock (history.go).
 func (p *Partition) Add(ctx context.Context, nt NewTask) (Task, error) {
 	if err := checkText(nt.Text); err != nil {
 		return Task{}, err
@@ -106,11 +106,26 @@ func (p *Partition) Add(ctx context.Context, nt NewTask) (Task, error) {
 			return Task{}, err
 		}
 	}
+	var task Task
+	err = p.withHistory(func(h *history) error {
+		var err error
+		task, err = p.add(ctx, nt, ceiling, h)
+		return err
+	})
+	return task, err
+}
+
+// add is Add's change, under the lock; h is the history, or nil until a
+// dependency needs it.
+func (p *Partition) add(ctx context.Context, nt NewTask, ceiling string, h *history) (Task, error) {
 	t, err := p.beginRaw(ctx, true)
 	if err != nil {
 		return Task{}, err
 	}
 	defer t.end()
+	if err := t.useHistory(h); err != nil {
+		return Task{}, err
+	}
 	if err := t.roomForTask(); err != nil {
 		return Task{}, err
 	}
@@ -157,11 +172,10 @@ func (t *txn) newTaskID() string {
 }
 
 // resolveDeps resolves dependency ids (a full id, unique prefix or random
-// suffix) against the live tasks and the finished ones in the journal
-// alike: one that names several is exit 2, an unknown one exit 2. A full
-// live id is taken without reading the journal.
+// suffix) against the live tasks and the finished ones alike: one that
+// names several is exit 2, an unknown one exit 2. A full live id is taken
+// without the history; any other needs it (errNeedHistory without).
 func (t *txn) resolveDeps(task *Task, after []string) error {
-	var finished map[string]Task
 	var all []string
 	task.DependsOn = nil
 	if len(after) == 0 {
@@ -175,13 +189,12 @@ func (t *txn) resolveDeps(task *Task, after []string) error {
 	for _, a := range after {
 		id := a
 		if !live[a] {
-			if finished == nil {
-				var err error
-				if finished, err = finishedTasks(t.p.W.Journal()); err != nil {
-					return err
-				}
+			if t.hist == nil {
+				return errNeedHistory
+			}
+			if all == nil {
 				all = append(all, ids...)
-				for fid := range finished {
+				for _, fid := range t.hist.finishedIDs() {
 					if !live[fid] {
 						all = append(all, fid)
 					}
@@ -201,11 +214,11 @@ func (t *txn) resolveDeps(task *Task, after []string) error {
 		if !contains(task.DependsOn, id) {
 			task.DependsOn = append(task.DependsOn, id)
 		}
-		if ft, ok := finished[id]; ok && !live[id] {
+		if st := t.hist.stateIfAny(id); st != "" && !live[id] {
 			if task.Settled == nil {
 				task.Settled = map[string]string{}
 			}
-			task.Settled[id] = ft.State
+			task.Settled[id] = st
 		}
 	}
 	return nil

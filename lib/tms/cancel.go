@@ -22,7 +22,7 @@ func (p *Partition) Cancel(ctx context.Context, id, why, by string) (run string,
 	defer t.end()
 	task := t.f.Task(id)
 	if task == nil {
-		return "", p.notLive(id, "cancel it")
+		return "", t.notLive(id, "cancel it")
 	}
 	if task.Claim != nil {
 		run = task.Claim.Run
@@ -55,11 +55,27 @@ func (p *Partition) RequeueReaping(ctx context.Context, id, by string, reap func
 	if by == "" {
 		by = ByOwner
 	}
+	var task Task
+	var changed bool
+	err := p.withHistory(func(h *history) error {
+		var err error
+		task, changed, err = p.requeue(ctx, id, by, reap, h)
+		return err
+	})
+	return task, changed, err
+}
+
+// requeue is RequeueReaping's change, under the lock; h is the history,
+// or nil until the task is found not live.
+func (p *Partition) requeue(ctx context.Context, id, by string, reap func(run string) error, h *history) (Task, bool, error) {
 	t, err := p.begin(ctx)
 	if err != nil {
 		return Task{}, false, err
 	}
 	defer t.end()
+	if err := t.useHistory(h); err != nil {
+		return Task{}, false, err
+	}
 	if task := t.f.Task(id); task != nil {
 		switch task.State {
 		case Pending:
@@ -89,11 +105,14 @@ func (p *Partition) RequeueReaping(ctx context.Context, id, by string, reap func
 		}
 		return *task, true, t.commit()
 	}
-	fin, err := finishedTasks(p.W.Journal())
+	if t.hist == nil {
+		return Task{}, false, errNeedHistory
+	}
+	// Under the lock: the one line that finished it, no more.
+	old, _, ok, err := t.hist.finished(id)
 	if err != nil {
 		return Task{}, false, err
 	}
-	old, ok := fin[id]
 	if !ok {
 		return Task{}, false, notFound("task %s: not found in worker %s", id, p.Name)
 	}

@@ -32,6 +32,11 @@
 // attribute with the file's size and CRC-32C, set before the rename),
 // which proves the bytes are the writer's own, checked, form.
 //
+// Finding a finished task (a dependency, Show, requeue, a too-late
+// change) reads the history index, tasks/index.jsonl (history.go), with no
+// lock held: a change that needs it loads it first (withHistory), then,
+// under the lock, folds in only the journal lines appended meanwhile.
+//
 // Eligibility (due, scheduled, waiting, blocked, late, held) is derived,
 // never stored. A finished dependency's outcome is copied into its
 // dependents' `settled` map when it finishes, so eligibility never reads the
@@ -48,7 +53,7 @@
 // (cancel.go), gates (gates.go), the worker's set_tasks (set.go,
 // set_templates.go), templates and time (templates.go, due.go), outbox
 // actions (actions.go), reading and checking (read.go, journal.go,
-// fsck.go); partition.go is the lock and the change, files.go reads and
+// fsck.go, history.go); partition.go is the lock and the change, files.go reads and
 // writes the files, codec.go and codec_encode.go are tasks.json's fast
 // path, sealed.go its seal.
 package tms

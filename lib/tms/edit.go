@@ -45,7 +45,7 @@ func (p *Partition) EditTask(ctx context.Context, id string, e Edit, by string) 
 	defer t.end()
 	i := t.f.taskIndex(id)
 	if i < 0 {
-		return Task{}, nil, p.notLive(id, "edit it")
+		return Task{}, nil, t.notLive(id, "edit it")
 	}
 	old := t.f.Tasks[i]
 	if old.State != Pending {

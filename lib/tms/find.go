@@ -73,7 +73,7 @@ func FindTask(ctx context.Context, h home.Home, worker, prefix string, finished 
 			if parts[n] == nil {
 				continue
 			}
-			fin, ferr := finishedTasks(parts[n].W.Journal())
+			hist, ferr := parts[n].history()
 			if ferr != nil {
 				if worker != "" {
 					return Found{}, nil, ferr
@@ -81,7 +81,7 @@ func FindTask(ctx context.Context, h home.Home, worker, prefix string, finished 
 				skipped = append(skipped, fmt.Errorf("worker %s: %w", n, ferr))
 				continue
 			}
-			for fid := range fin {
+			for _, fid := range hist.finishedIDs() {
 				if _, live := owner[fid]; !live {
 					owner[fid] = n
 					ids = append(ids, fid)

@@ -458,6 +458,12 @@ func (p *Partition) forgetScrub(ctx context.Context, in *intent) (int, error) {
 	if err := fsx.WriteFile(p.W.Journal(), out.Bytes(), 0o600); err != nil {
 		return 0, err
 	}
+	// The lines moved: the history index points into the old journal.
+	// Its next reader would find it stale anyway (history.go); removed,
+	// it is simply rebuilt.
+	if err := os.Remove(p.W.TasksIndex()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, err
+	}
 	t.out = nil
 	for i := range t.f.Tasks {
 		if t.f.Tasks[i].Channel == channel { // cannot be: canceled above

@@ -90,6 +90,11 @@ func (p *Partition) Fsck(ctx context.Context) (*FsckReport, error) {
 			r.JournalProblem = true
 		}
 	}
+	if problem, note := p.checkIndex(data); problem != "" {
+		bad("%s", problem)
+	} else if note != "" {
+		r.Notes = append(r.Notes, note)
+	}
 	if f == nil {
 		return r, nil
 	}
@@ -159,7 +164,8 @@ func diffByID[T any](what string, a, b []T, id func(*T) string) string {
 }
 
 // Rebuild rewrites tasks.json (and the view) from the journal's records
-// alone, under the lock: the journal is the source of truth. A journal
+// alone, under the lock, and then the history index (history.go): the
+// journal is the source of truth. A journal
 // that does not parse is refused (exit 14) and nothing is written.
 func (p *Partition) Rebuild(ctx context.Context) (int64, error) {
 	if err := p.ensureDirs(); err != nil {
@@ -185,7 +191,10 @@ func (p *Partition) Rebuild(ctx context.Context) (int64, error) {
 		applyRecords(f, l.Records)
 		f.Version = l.Version
 	}
-	return f.Version, p.writeViews(f, p.clock.Now())
+	if err := p.writeViews(f, p.clock.Now()); err != nil {
+		return 0, err
+	}
+	return f.Version, p.RebuildIndex()
 }
 
 // Journal returns the journal's complete lines with seq > since.

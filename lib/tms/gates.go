@@ -38,7 +38,7 @@ func (p *Partition) ResolveGate(ctx context.Context, id, gate, decision, why str
 	defer t.end()
 	task := t.f.Task(id)
 	if task == nil {
-		return "", p.notLive(id, "resolve its gates")
+		return "", t.notLive(id, "resolve its gates")
 	}
 	gi := -1
 	for i, g := range task.Gates {

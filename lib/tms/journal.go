@@ -46,40 +46,28 @@ type Attempt struct {
 // Attempts lists task id's history from the journal, oldest first: each
 // end of a run (completed, failed, canceled, needs-review, reclaimed) and
 // each requeue, so a task requeued under its id shows every attempt. It
-// reads the whole journal.
+// reads the history index and only those lines (history.go).
 func (p *Partition) Attempts(id string) ([]Attempt, error) {
-	lines, err := readJournal(p.W.Journal(), 0)
+	h, err := p.history()
 	if err != nil {
 		return nil, err
 	}
-	var out []Attempt
-	for _, l := range lines {
-		if l.Task != id {
-			continue
-		}
-		switch l.Event {
-		case EvCompleted, EvFailed, EvCanceled, EvNeedsReview, EvReclaimed, EvRequeued, EvRetrying:
-			reason := l.Reason
-			if reason == "" && l.Evidence != nil {
-				reason = l.Evidence.Note
-			}
-			out = append(out, Attempt{Seq: l.Seq, At: l.At, Event: l.Event, Run: l.Run, By: l.By, Reason: reason})
-		}
-	}
-	return out, nil
+	return h.attempts(id)
 }
 
-// notLive is the error for a change to task id, which is not in
-// tasks.json: a conflict (13) naming its state when the journal has it
-// finished (docs/tools.md: a state change the current state forbids), else not
-// found (12). It reads the whole journal, on this error path only.
-func (p *Partition) notLive(id, change string) error {
-	fin, err := finishedTasks(p.W.Journal())
+// notLive ends t (releasing the lock) and returns the error for a change
+// to task id, which is not in tasks.json: a conflict (13) naming its state
+// when the history has it finished (docs/tools.md: a state change the
+// current state forbids), else not found (12).
+func (t *txn) notLive(id, change string) error {
+	t.end()
+	p := t.p
+	h, err := p.history()
 	if err != nil {
 		return err
 	}
-	if t, ok := fin[id]; ok {
-		return conflict("task %s is %s (finished): too late to %s", id, t.State, change)
+	if st := h.state(id); st != "" {
+		return conflict("task %s is %s (finished): too late to %s", id, st, change)
 	}
 	return notFound("task %s: not pending, claimed or in review in worker %s", id, p.Name)
 }

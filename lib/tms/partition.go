@@ -111,6 +111,7 @@ type txn struct {
 	out     [][]byte
 	changed bool
 	raw     *rawFile // tasks.json's tasks still encoded; t.f then has no Tasks
+	hist    *history // the history index, read before the lock (withHistory); nil if not
 }
 
 // refused is exit 14 naming path; a partition's tasks.json or journal
@@ -231,12 +232,38 @@ func (p *Partition) ensureDirs() error {
 	return nil
 }
 
+// end releases the lock (again: nothing).
 func (t *txn) end() {
 	if t.j != nil {
 		t.j.Close()
 		t.j = nil
 	}
-	t.lk.Unlock()
+	if t.lk != nil {
+		t.lk.Unlock()
+		t.lk = nil
+	}
+}
+
+// useHistory gives the change h, read before the lock, with the lines
+// appended since folded in (only those: no history is read under the lock).
+func (t *txn) useHistory(h *history) error {
+	if h == nil {
+		return nil
+	}
+	if err := h.catchUp(); err != nil {
+		return err
+	}
+	t.hist = h
+	return nil
+}
+
+// finishedState is how task id finished ("" if it is not finished), or
+// errNeedHistory when the change was begun without the history.
+func (t *txn) finishedState(id string) (string, error) {
+	if t.hist == nil {
+		return "", errNeedHistory
+	}
+	return t.hist.state(id), nil
 }
 
 // rollForward applies the records of every journal line whose version is

@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 		if strings.HasPrefix(mode, "k-") {
 			os.Exit(killHelper(mode[2:]))
 		}
+		if mode == "index" {
+			os.Exit(indexKillHelper())
+		}
 		os.Exit(helper(mode))
 	}
 	os.Exit(m.Run())

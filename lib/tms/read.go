@@ -116,20 +116,11 @@ func (p *Partition) Get(ctx context.Context, id string) (Task, error) {
 }
 
 // Show returns a task by exact id: a live one from tasks.json, else a
-// finished one from the journal (reading it).
+// finished one from the journal (found with the history index, no lock
+// held).
 func (p *Partition) Show(ctx context.Context, id string) (Task, error) {
-	task, err := p.Get(ctx, id)
-	if err == nil || !errors.Is(err, errs.ErrNotFound) {
-		return task, err
-	}
-	fin, err := finishedTasks(p.W.Journal())
-	if err != nil {
-		return Task{}, err
-	}
-	if t, ok := fin[id]; ok {
-		return t, nil
-	}
-	return Task{}, notFound("task %s: not found in worker %s", id, p.Name)
+	task, _, err := p.ShowEnded(ctx, id)
+	return task, err
 }
 
 // ShowEnded is Show that, for a finished task, also returns the journal
@@ -141,13 +132,13 @@ func (p *Partition) ShowEnded(ctx context.Context, id string) (Task, *Line, erro
 	if err == nil || !errors.Is(err, errs.ErrNotFound) {
 		return task, nil, err
 	}
-	fin, ends, err := finishedWithLines(p.W.Journal())
+	h, err := p.history()
 	if err != nil {
 		return Task{}, nil, err
 	}
-	if t, ok := fin[id]; ok {
-		e := ends[id]
-		return t, &e, nil
+	t, end, ok, err := h.finished(id)
+	if err != nil || ok {
+		return t, end, err
 	}
 	return Task{}, nil, notFound("task %s: not found in worker %s", id, p.Name)
 }

@@ -188,11 +188,26 @@ func (p *Partition) SetTasks(ctx context.Context, in *SetInput, by string) (*Set
 	if b, err := json.Marshal(in); err == nil && len(b) > MaxSetBytes {
 		return nil, usage("set: the request is %d bytes, more than the %d MiB limit of one set", len(b), MaxSetBytes>>20)
 	}
+	var res *SetResult
+	err := p.withHistory(func(h *history) error {
+		var err error
+		res, err = p.setTasks(ctx, in, by, h)
+		return err
+	})
+	return res, err
+}
+
+// setTasks is SetTasks's change, under the lock; h is the history (for a
+// dependency on a task that is not live), or nil until one needs it.
+func (p *Partition) setTasks(ctx context.Context, in *SetInput, by string, h *history) (*SetResult, error) {
 	t, err := p.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer t.end()
+	if err := t.useHistory(h); err != nil {
+		return nil, err
+	}
 	res, lines, err := t.planSet(in, by)
 	if err != nil {
 		return nil, err
@@ -417,7 +432,6 @@ func (s *setPlan) checkDeps() error {
 	for _, c := range s.canceled {
 		canceledIDs[c.ID] = true
 	}
-	var finished map[string]Task
 	for i := range s.result {
 		nt := &s.result[i]
 		if nt.State != Pending {
@@ -435,17 +449,15 @@ func (s *setPlan) checkDeps() error {
 				nt.Settled[d] = Canceled
 			case nt.Settled[d] != "":
 			default:
-				if finished == nil {
-					var err error
-					if finished, err = finishedTasks(s.t.p.W.Journal()); err != nil {
-						return err
-					}
+				st, err := s.t.finishedState(d)
+				if err != nil {
+					return err
 				}
-				if ft, ok := finished[d]; ok {
+				if st != "" {
 					if nt.Settled == nil {
 						nt.Settled = map[string]string{}
 					}
-					nt.Settled[d] = ft.State
+					nt.Settled[d] = st
 				} else {
 					s.refuse(nt.ID, "unknown dependency %s", d)
 				}
