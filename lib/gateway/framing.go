@@ -101,6 +101,12 @@ func (f *framing) feed(p []byte) {
 			f.stop(true)
 			return
 		}
+		if i >= 0 && len(f.line) == 0 {
+			// the whole line is in p: read it there, uncopied
+			p = p[i+1:]
+			f.onLine(bytes.TrimSuffix(chunk, []byte("\r")))
+			continue
+		}
 		f.line = append(f.line, chunk...)
 		if i < 0 {
 			return
