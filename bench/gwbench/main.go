@@ -213,8 +213,11 @@ func throughput(dBase, vBase string, conc int, dur time.Duration, rounds int, pr
 	fmt.Printf("throughput median: direct %.0f/s  via gateway %.0f/s (target >= 5000/s)  ratio via/direct %.2f; loadavg after: %s", md, mv, mv/md, loadavg()+"\n")
 	fmt.Printf("CPU per request, median: clients %.1fµs, relay %.1fµs, gateway %.1fµs, upstream %.1fµs (direct: clients %.1fµs, upstream %.1fµs)\n",
 		median(vCPU["clients"]), median(vCPU["relay"]), median(vCPU["gateway"]), median(vCPU["upstream"]), median(dCPU["clients"]), median(dCPU["upstream"]))
-	g := median(vCPU["gateway"])
-	fmt.Printf("  the gateway alone on two idle cores, at this CPU per request: about %.0f requests/s (an estimate: 2 cores / its CPU per request, the box's side and the upstream elsewhere)\n", 2e6/g)
+	g, all := median(vCPU["gateway"]), median(vCPU["total"])
+	fmt.Printf("  share of the CPU: clients %.0f%%, relay %.0f%%, gateway %.0f%%, upstream %.0f%%\n",
+		100*median(vCPU["clients"])/all, 100*median(vCPU["relay"])/all, 100*g/all, 100*median(vCPU["upstream"])/all)
+	fmt.Printf("  estimates from CPU per request (not measured rates): all four parts on two idle cores at most %.0f requests/s (2 cores / %.0fµs); the gateway alone, its two cores to itself, at most %.0f requests/s\n",
+		2e6/all, all, 2e6/g)
 }
 
 // fixed makes exactly n small requests against base, conc at a time,
