@@ -1,13 +1,15 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
 
 	"github.com/roster-sh/roster/lib/cli/out"
 )
 
-// The printers are lib/cli/out's; these names keep every program's
-// cli.Table, cli.Report and the rest.
+// The printers but JSONLine are lib/cli/out's; these names keep every
+// program's cli.Table, cli.Report and the rest.
 
 // Failures keeps the first of several failures (out.Failures).
 type Failures = out.Failures
@@ -24,9 +26,6 @@ func Report(env *Env, err error) int { return out.Report(env, err) }
 // Table prints an aligned table (out.Table).
 func Table(w io.Writer, header []string, rows [][]string) error { return out.Table(w, header, rows) }
 
-// JSONLine prints v as one line of JSON (out.JSONLine).
-func JSONLine(w io.Writer, v any) error { return out.JSONLine(w, v) }
-
 // Printable escapes s for a terminal (out.Printable).
 func Printable(s string) string { return out.Printable(s) }
 
@@ -38,3 +37,15 @@ func IsTerminal(w io.Writer) bool { return out.IsTerminal(w) }
 
 // NewPrintableWriter returns a PrintableWriter writing to w (out.NewPrintableWriter).
 func NewPrintableWriter(w io.Writer) *PrintableWriter { return out.NewPrintableWriter(w) }
+
+// JSONLine prints v as one compact JSON object and a newline (JSON Lines).
+func JSONLine(w io.Writer, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}

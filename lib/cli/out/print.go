@@ -1,8 +1,6 @@
 package out
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -26,15 +24,3 @@ func Table(w io.Writer, header []string, rows [][]string) error {
 }
 
 var cellSpaces = strings.NewReplacer("\t", " ", "\n", " ")
-
-// JSONLine prints v as one compact JSON object and a newline (JSON Lines).
-func JSONLine(w io.Writer, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	_, err := w.Write(buf.Bytes())
-	return err
-}
