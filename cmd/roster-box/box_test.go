@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -348,11 +349,21 @@ func TestSupervisorKilledThenReaped(t *testing.T) {
 	if !box.Running(run) {
 		t.Fatal("the container did not outlive its supervisor (nothing to reap)")
 	}
+	cg, err := box.HostCgroupDir(box.HostCgroupName(f.h.Dir, "dobby"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(cg); err != nil {
+		t.Fatalf("the killed supervisor's cgroup: %v", err)
+	}
 	if code, _, errb := f.box("reap", run[:len(run)-2]); code != 0 {
 		t.Fatalf("reap: exit %d: %s", code, errb)
 	}
 	if box.Running(run) {
 		t.Fatal("reap left the container running")
+	}
+	if _, err := os.Stat(cg); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("reap left the killed supervisor's cgroup %s: %v", cg, err)
 	}
 	rec, err := runs.ReadRecord(f.w.Run(run))
 	if err != nil || rec.Ended != "error" || rec.Evidence == nil || rec.Evidence.Note != "supervisor lost" {
