@@ -39,7 +39,9 @@ func CheckRunID(id string, now time.Time) error {
 // touched. The one existing folder accepted as new is the dispatcher's own
 // start (fromDispatcher: a real folder holding nothing but supervisor.log,
 // the supervisor's stdio); outbox/ is then made exclusively, so of two
-// supervisors given the same id only one goes on.
+// supervisors given the same id only one goes on. The new folder is made
+// durable (its entry in runs/ synced) by Supervise, with box.json and off
+// the start's critical path, before the box starts.
 func CreateRunDir(dir string, fromDispatcher bool) error {
 	exists := errs.WithHint(errs.New(errs.ErrConflict, fmt.Sprintf("run %s already exists", filepath.Base(dir))),
 		"a run id names one run: give a new one (the dispatcher makes them), or omit --task and --run for an ad-hoc run")
@@ -47,9 +49,6 @@ func CreateRunDir(dir string, fromDispatcher bool) error {
 	switch {
 	case err == nil:
 		if err := os.Chmod(dir, 0o755); err != nil { // umask undone
-			return err
-		}
-		if err := fsx.SyncDir(filepath.Dir(dir)); err != nil {
 			return err
 		}
 	case !errors.Is(err, os.ErrExist):

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/roster-sh/roster/lib/fsx"
@@ -178,10 +179,17 @@ func (s *Supervision) prepare(ctx context.Context) (*supervised, error) {
 	if r.info, err = runs.SelfBoxInfo(sp.Worker, sp.Run, taskID, r.started); err != nil {
 		return r, err
 	}
-	// box.json is made durable while the rest is prepared; the container
-	// starts only once it is (start's ready).
+	// box.json, and the run folder's own entry (CreateRunDir leaves it to
+	// this), are made durable while the rest is prepared; the container
+	// starts only once they are (start's ready).
 	r.boxed = make(chan error, 1)
-	go func() { r.boxed <- runs.WriteBoxInfo(sp.RunDir, r.info) }()
+	go func() {
+		err := fsx.SyncDir(filepath.Dir(sp.RunDir))
+		if err == nil {
+			err = runs.WriteBoxInfo(sp.RunDir, r.info)
+		}
+		r.boxed <- err
+	}()
 	r.closers = append(r.closers, func() { r.awaitBoxInfo() })
 	// The start's records are written while the box starts (the box reads
 	// its briefing from the scratch copy).
