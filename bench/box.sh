@@ -2,12 +2,14 @@
 # bench/box.sh — a trivial box (/bin/true) start to exit, side by side in
 # one run: roster-box run (ad hoc, with every bind of a real box) vs
 # Debian's `runc run` on an OCI bundle with the same binds vs bwrap with
-# the same binds. Prints medians and ratios, and the supervisor's peak RSS.
+# the same binds. Prints medians and ratios, where roster-box's time goes
+# (ROSTER_BOX_TRACE, per step), and the supervisor's peak RSS.
 # Needs root, the suite built in ./bin (make build), runc, bwrap, hyperfine,
 # jq. Report only: never part of `make test`.
 set -euo pipefail
 BIN=${BIN:-$(pwd)/bin}
 RUNS=${RUNS:-40}
+TRACE_RUNS=${TRACE_RUNS:-20}
 [ "$(id -u)" = 0 ] || { echo "bench/box.sh: needs root" >&2; exit 1; }
 for p in runc bwrap hyperfine jq; do command -v $p >/dev/null || { echo "bench/box.sh: $p missing (make deps)" >&2; exit 1; }; done
 
@@ -68,7 +70,19 @@ jq -r '.results[] | [.command, (.median*1000), (.mean*1000), (.stddev*1000)] | @
   awk -F'\t' 'BEGIN{printf "%-12s %10s %10s %10s\n","tool","median ms","mean ms","stddev"} {printf "%-12s %10.1f %10.1f %10.1f\n",$1,$2,$3,$4; m[$1]=$2}
   END{printf "ratio roster-box/runc  %.2fx (target <= 1.0)\nratio roster-box/runc+reaper %.2fx (the same pid 1 in both)\nratio roster-box/bwrap %.2fx\n", m["roster-box"]/m["runc"], m["roster-box"]/m["runc+reaper"], m["roster-box"]/m["bwrap"]}'
 
+echo "== where roster-box's time goes (ROSTER_BOX_TRACE=1, median of $TRACE_RUNS runs: ms in each step, ms since start)"
+for i in $(seq "$TRACE_RUNS"); do
+  ROSTER_BOX_TRACE=1 "$work/bin/roster-box" run bench -- /bin/true 2>&1 >/dev/null | sed -n "s/^roster-box: trace: //p" |
+    awk '{s = $1; for (j = 2; j <= NF-4; j++) s = s " " $j; printf "%03d\t%s\t%s\t%s\n", NR, s, $(NF-3), $(NF-1)}'
+done >"$work/trace.tsv"
+for k in $(cut -f1 "$work/trace.tsv" | sort -u); do
+  step=$(awk -F'\t' -v k="$k" '$1 == k {print $2; exit}' "$work/trace.tsv")
+  d=$(awk -F'\t' -v k="$k" '$1 == k {print $3}' "$work/trace.tsv" | sort -n | awk '{a[NR] = $1} END {print a[int((NR+1)/2)]}')
+  t=$(awk -F'\t' -v k="$k" '$1 == k {print $4}' "$work/trace.tsv" | sort -n | awk '{a[NR] = $1} END {print a[int((NR+1)/2)]}')
+  printf "%-30s %7.2f %8.2f\n" "$step" "$d" "$t"
+done
+
 echo "== supervisor peak memory (max RSS of roster-box run, one trivial box)"
 /usr/bin/time -f "%M KiB" "$work/bin/roster-box" run bench -- /bin/true 2>&1 >/dev/null | tail -n 1
-echo "== roster-box binary size (runc copies it for every box)"
+echo "== roster-box binary size (executed twice per box: the supervisor and the container's init)"
 stat -c "%s bytes" "$BIN/roster-box"
