@@ -97,7 +97,7 @@ type Gateway struct {
 	lim       Limits
 	grants    grants
 	granted   map[string]bool
-	upstreams map[string]*url.URL
+	upstreams map[string]*upstream
 	ledger    *ledger
 	srv       *http.Server
 	model     *modelProxy
@@ -125,7 +125,7 @@ func New(cfg Config) (*Gateway, error) {
 		}
 	}
 	g := &Gateway{cfg: cfg, lim: cfg.Limits.withDefaults(), granted: map[string]bool{},
-		upstreams: map[string]*url.URL{}, tunnels: map[net.Conn]struct{}{}}
+		upstreams: map[string]*upstream{}, tunnels: map[net.Conn]struct{}{}}
 	g.sum.Refusals = map[string]int{}
 	for name, p := range cfg.Providers {
 		if p.Name == "" {
@@ -147,7 +147,8 @@ func New(cfg Config) (*Gateway, error) {
 				return nil, fmt.Errorf("gateway provider %s: %w", name, err)
 			}
 		}
-		g.upstreams[name] = u
+		g.upstreams[name] = &upstream{url: u, base: strings.TrimSuffix(u.EscapedPath(), "/"), route: "/" + name,
+			host: u.Hostname(), port: portOf(u)}
 	}
 	for _, name := range cfg.Granted {
 		if _, ok := cfg.Providers[name]; !ok {

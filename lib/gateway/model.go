@@ -28,12 +28,22 @@ type modelProxy struct {
 	tr *http.Transport
 }
 
+// upstream is a provider's upstream, with what every call needs of it
+// worked out once.
+type upstream struct {
+	url   *url.URL
+	base  string // url's escaped path, without a trailing slash
+	route string // "/NAME"
+	host  string
+	port  int
+}
+
 // modelCall is one model request on its way through the proxy: one
 // allocation holds all it needs (its bodies' wrappers and usage reader
 // included).
 type modelCall struct {
 	p        Provider
-	upstream *url.URL
+	upstream *upstream
 	cred     Credential
 	rest     string // the path after /PROVIDER, escaped
 	status   int
@@ -200,8 +210,11 @@ const oauthBeta = "oauth-2025-04-20"
 func (m *modelProxy) rewrite(pr *httputil.ProxyRequest) {
 	c := callOf(pr.In)
 	out := pr.Out
-	u := *c.upstream
-	escaped := strings.TrimSuffix(u.EscapedPath(), "/") + c.rest
+	u := *c.upstream.url
+	escaped := c.rest
+	if c.upstream.base != "" {
+		escaped = c.upstream.base + c.rest
+	}
 	if escaped == "" {
 		escaped = "/"
 	}
@@ -297,7 +310,7 @@ func (m *modelProxy) errorHandler(w http.ResponseWriter, r *http.Request, err er
 	if errors.Is(err, context.Canceled) {
 		return // the box went away
 	}
-	writeProviderError(w, c.p, http.StatusBadGateway, "api_error", "roster gateway: "+c.p.Name+" upstream "+c.upstream.Host+" unreachable")
+	writeProviderError(w, c.p, http.StatusBadGateway, "api_error", "roster gateway: "+c.p.Name+" upstream "+c.upstream.url.Host+" unreachable")
 }
 
 func writeProviderError(w http.ResponseWriter, p Provider, status int, typ, msg string) {
@@ -318,13 +331,13 @@ func writeProviderError(w http.ResponseWriter, p Provider, status int, typ, msg 
 func (m *modelProxy) serve(w http.ResponseWriter, r *http.Request, p Provider, start time.Time) {
 	g := m.g
 	up := g.upstreams[p.Name]
-	rest := strings.TrimPrefix(r.URL.EscapedPath(), "/"+p.Name)
+	rest := strings.TrimPrefix(r.URL.EscapedPath(), up.route)
 	entry := runs.LedgerEntry{Kind: "model", Provider: p.Name, Method: clip(r.Method, 20),
-		Host: up.Hostname(), Port: portOf(up), Path: clip(rest, 256)}
+		Host: up.host, Port: up.port, Path: clip(rest, 256)}
 	if entry.Path == "" {
 		entry.Path = "/"
 	}
-	rf := refusal{style: p.Style, entry: entry, target: "/" + p.Name}
+	rf := refusal{style: p.Style, entry: entry, target: up.route}
 	if dotSegment(r.URL.Path) {
 		rf.kind, rf.msg = runs.RefuseBadRequest, "a path with . or .. segments"
 		g.refuse(w, r, start, rf)
@@ -374,7 +387,6 @@ func (m *modelProxy) serve(w http.ResponseWriter, r *http.Request, p Provider, s
 
 func (m *modelProxy) record(c *modelCall, entry runs.LedgerEntry, start time.Time) {
 	g := m.g
-	p := c.p
 	entry.At = start.UTC()
 	entry.Status = c.status
 	entry.BytesUp = c.up.Load()
@@ -396,7 +408,7 @@ func (m *modelProxy) record(c *modelCall, entry runs.LedgerEntry, start time.Tim
 		entry.CostUSD = &cost
 	}
 	entry.MS = g.cfg.Now().Sub(start).Milliseconds()
-	g.record(entry, "/"+p.Name)
+	g.record(entry, c.upstream.route)
 }
 
 // budgetSpent says why the budget refuses a model call now, or "".

@@ -342,18 +342,14 @@ func (j *jsonTop) feed(p []byte) {
 	for i := 0; i < len(p); i++ {
 		if j.inStr && !j.esc && !j.inKey && j.capture < 0 {
 			// inside a string nobody reads (content, often most of
-			// the body): on to its next quote or backslash at once
-			rest := p[i:]
-			k := bytes.IndexByte(rest, '"')
-			if k >= 0 {
-				rest = rest[:k]
+			// the body): on to its next quote or backslash in a tight
+			// loop
+			for i < len(p) && p[i] != '"' && p[i] != '\\' {
+				i++
 			}
-			if b := bytes.IndexByte(rest, '\\'); b >= 0 {
-				k = b
-			} else if k < 0 {
+			if i == len(p) {
 				return
 			}
-			i += k
 		}
 		c := p[i]
 		if j.capture >= 0 {
