@@ -19,6 +19,10 @@ func FuzzParseEntry(f *testing.F) {
 	f.Add([]byte(`{"path":"x","type":"f","size":+5,"mtime":-}`))
 	f.Add([]byte(`{"path":"store/r","type":"f","mode":"0600","uid":5,"gid":5,"size":9,"mtime":7,"ino":11,"ctime":12,"sino":18446744073709551615}`))
 	f.Add([]byte(`{"path":"store/r","type":"f","sino":-1}`))
+	f.Add([]byte(`{"path":"store/d/d","type":"u","mode":"0755","uid":1,"gid":1,"size":4096,"mtime":5,"ino":6,"ctime":7,"skip":"nested deeper than 1000 folders"}`))
+	f.Add([]byte(`{"path":"store/l","type":"u","skip_b64":"/w=="}`))
+	f.Add([]byte(`{"path":"store/x","type":"f","skip":"ignored off type u"}`))
+	f.Add([]byte(`{"path":"store/y","type":"u"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		e, err := ParseEntry(line)
 		if err != nil {
