@@ -85,8 +85,10 @@ func TestRestorePathRestoresOnlyThatPath(t *testing.T) {
 	if got := restoreChanges(t, w, r.PreRestore); got != ">f.stp..... store/repo/HEAD\n" {
 		t.Fatalf("restore's change list:\n%s", got)
 	}
-	// The next take lists nothing: the restore's changes are its own.
-	if n := take(t, w, o); n.ID != "" && string(mustRead(t, w.SnapshotChanges(n.ID))) != "" {
+	// The next take lists what changed outside the path since, and
+	// nothing of the restore: its changes are its own.
+	write(t, filepath.Join(s, "fresh/file"), "B again, longer", 0o600)
+	if n := take(t, w, o); n.ID == "" || string(mustRead(t, w.SnapshotChanges(n.ID))) != ">f.st...... store/fresh/file\n" {
 		t.Fatalf("the take after restore --path lists:\n%s", mustRead(t, w.SnapshotChanges(n.ID)))
 	}
 
