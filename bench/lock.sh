@@ -11,6 +11,8 @@
 # When go is installed it also times "go-floor", a Go program that only
 # opens, flocks, fork-execs and waits (no parsing, no checks, no signal
 # forwarding): the share of the ratio that is Go's own start-up.
+# BASE=/path/to/an/earlier/roster-lock times that build too, in the same
+# interleaved loop (before and after a change, under the same load).
 # Report only: it never fails on the figures.
 set -euo pipefail
 BIN=${BIN:-$(pwd)/bin}
@@ -31,7 +33,10 @@ fi
 true_bin=$(type -P true)
 rl=("$BIN/roster-lock" --home "$home" L --worker bench -- "$true_bin")
 fl=(flock "$work/L" "$true_bin")
+base=()
+[ -n "${BASE:-}" ] && base=("$BASE" --home "$home" L --worker bench -- "$true_bin")
 "${rl[@]}" && "${fl[@]}" || { echo "bench/lock.sh: a command failed" >&2; exit 1; }
+[ ${#base[@]} -eq 0 ] || "${base[@]}" || { echo "bench/lock.sh: BASE failed" >&2; exit 1; }
 floor=()
 if command -v go >/dev/null; then
 	mkdir "$work/floor"
@@ -71,11 +76,12 @@ us() { # microseconds between two $EPOCHREALTIME values
 	echo $((10#$b - 10#$a))
 }
 
-echo "== uncontended lock + true: roster-lock vs flock(1), $N interleaved runs each"
+echo "== uncontended lock + true: roster-lock vs flock(1), $N interleaved runs each (load $(cut -d' ' -f1-3 /proc/loadavg))"
 for i in $(seq 20); do "${rl[@]}"; "${fl[@]}"; done # warm-up
 : >"$work/rl.us"
 : >"$work/fl.us"
 : >"$work/go.us"
+: >"$work/base.us"
 for i in $(seq "$N"); do
 	t0=$EPOCHREALTIME; "${rl[@]}"; t1=$EPOCHREALTIME
 	"${fl[@]}"; t2=$EPOCHREALTIME
@@ -85,6 +91,10 @@ for i in $(seq "$N"); do
 		t0=$EPOCHREALTIME; "${floor[@]}"; t1=$EPOCHREALTIME
 		us "$t0" "$t1" >>"$work/go.us"
 	fi
+	if [ ${#base[@]} -gt 0 ]; then
+		t0=$EPOCHREALTIME; "${base[@]}"; t1=$EPOCHREALTIME
+		us "$t0" "$t1" >>"$work/base.us"
+	fi
 done
 m_rl=$(median <"$work/rl.us")
 m_fl=$(median <"$work/fl.us")
@@ -92,6 +102,12 @@ awk -v r="$m_rl" -v f="$m_fl" 'BEGIN {
 	printf "  %-12s median %6.2f ms\n  %-12s median %6.2f ms\n", "roster-lock", r / 1000, "flock", f / 1000
 	printf "  ratio roster-lock/flock: %.2f (target <= 1.5)\n", r / f
 }'
+if [ -s "$work/base.us" ]; then
+	m_base=$(median <"$work/base.us")
+	awk -v b="$m_base" -v f="$m_fl" -v r="$m_rl" 'BEGIN {
+		printf "  %-12s median %6.2f ms (ratio to flock %.2f; roster-lock/BASE %.2f)\n", "BASE", b / 1000, b / f, r / b
+	}'
+fi
 if [ -s "$work/go.us" ]; then
 	m_go=$(median <"$work/go.us")
 	awk -v g="$m_go" -v f="$m_fl" 'BEGIN {
