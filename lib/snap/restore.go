@@ -246,10 +246,11 @@ func (s *session) stageAll(sg *stager, trees []restoreTree, from string, reuse b
 		serr = err
 	}
 	if serr == nil {
-		// Every staged file and folder was synced as it was made (restoreFile,
-		// the levels' dirRefs): what is left is the staging folders' names
-		// in the worker folder. Never syncfs: its cost would grow with
-		// every other writer's dirty data on the filesystem.
+		// Every staged copy and folder is synced (restoreFile and
+		// finishDir on the pool's syncers, many at once, all done when
+		// sg.close returned nil): what is left is the staging folders'
+		// names in the worker folder, then the swaps. Never syncfs: its
+		// cost would grow with every other writer's dirty data.
 		if err := unix.Fsync(s.wdir); err != nil {
 			serr = fmt.Errorf("sync restored tree: %w", err)
 		}

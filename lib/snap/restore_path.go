@@ -192,7 +192,7 @@ func (s *session) stageLeaf(t *restoreTree, from string) error {
 	switch e.Type {
 	case TypeFile:
 		var buf []byte
-		sino, err := restoreFileAs(src, t.path[slash+1:], s.wdir, t.staging, e, &buf)
+		sino, err := restoreFileAs(nil, src, t.path[slash+1:], s.wdir, t.staging, e, &buf)
 		if err != nil {
 			return fmt.Errorf("restore %s: %w", EscapeName(e.Path), err)
 		}

@@ -168,22 +168,15 @@ func (ts *treeStage) openTop(s *session, reuse bool) (stageLevel, error) {
 // newLevel is an open folder whose descriptors are closed, and whose
 // metadata (e's) is applied, once the pool is done with its entries.
 func (ts *treeStage) newLevel(path string, src, dst, live, pre int, e *Entry) stageLevel {
-	ref := ts.sg.pool.newDirRef(func(failed bool) error {
-		var err error
-		if !failed {
-			// Every entry is made: sync the folder with them.
-			if err = applyMeta(dst, e, e.Mtime); err == nil {
-				err = unix.Fsync(dst)
-			}
-			if err != nil {
-				err = fmt.Errorf("restore %s: %w", EscapeName(path), err)
-			}
-		}
+	p := ts.sg.pool
+	ref := p.newDirRef(func(failed bool) error {
 		unix.Close(src)
-		unix.Close(dst)
 		closeFd(live)
 		closeFd(pre)
-		return err
+		if err := p.finishDir(dst, e, e.Mtime, failed); err != nil {
+			return fmt.Errorf("restore %s: %w", EscapeName(path), err)
+		}
+		return nil
 	})
 	return stageLevel{path: path, src: src, dst: dst, live: live, pre: pre, ref: ref}
 }
@@ -274,7 +267,7 @@ func (ts *treeStage) grouped(top stageLevel, i int, name string) error {
 	// inode, whose old names still count toward the link limit),
 	// so every name of the group fits on one inode.
 	var buf []byte
-	sino, err := restoreFile(top.src, top.dst, name, e, &buf)
+	sino, err := restoreFile(sg.pool, top.src, top.dst, name, e, &buf)
 	if err != nil {
 		return fmt.Errorf("restore %s: %w", EscapeName(e.Path), err)
 	}
@@ -318,7 +311,7 @@ func (ts *treeStage) put(l stageLevel, i int, name string, buf *[]byte) error {
 			return nil
 		}
 	}
-	sino, err := restoreFile(l.src, l.dst, name, e, buf)
+	sino, err := restoreFile(ts.sg.pool, l.src, l.dst, name, e, buf)
 	if err != nil {
 		return fmt.Errorf("restore %s: %w", EscapeName(e.Path), err)
 	}
@@ -403,13 +396,14 @@ func (s *session) makeLocksMount(dst int) error {
 }
 
 // restoreFile copies one snapshot file into a new inode of the staging
-// tree. It returns the snapshot file's inode.
-func restoreFile(src, dst int, name string, e *Entry, buf *[]byte) (uint64, error) {
-	return restoreFileAs(src, name, dst, name, e, buf)
+// tree, synced on p's syncers. It returns the snapshot file's inode.
+func restoreFile(p *pool, src, dst int, name string, e *Entry, buf *[]byte) (uint64, error) {
+	return restoreFileAs(p, src, name, dst, name, e, buf)
 }
 
-// restoreFileAs is restoreFile from srcName to a new dstName.
-func restoreFileAs(src int, srcName string, dst int, dstName string, e *Entry, buf *[]byte) (uint64, error) {
+// restoreFileAs is restoreFile from srcName to a new dstName; with p nil
+// it syncs the copy itself before it returns.
+func restoreFileAs(p *pool, src int, srcName string, dst int, dstName string, e *Entry, buf *[]byte) (uint64, error) {
 	if copyFault != nil {
 		if err := copyFault(e.Path); err != nil {
 			return 0, err
@@ -431,13 +425,22 @@ func restoreFileAs(src int, srcName string, dst int, dstName string, e *Entry, b
 	if err != nil {
 		return 0, err
 	}
-	defer unix.Close(dfd)
 	if err := copyData(sfd, dfd, st.Size, buf); err != nil {
+		unix.Close(dfd)
 		return 0, err
 	}
 	if err := applyMeta(dfd, e, e.Mtime); err != nil {
+		unix.Close(dfd)
 		return 0, err
 	}
-	// Durable before the staging tree is swapped in (stageAll).
-	return st.Ino, unix.Fsync(dfd)
+	if p == nil {
+		err := unix.Fsync(dfd)
+		unix.Close(dfd)
+		return st.Ino, err
+	}
+	// Durable before the staging tree is swapped in (stageAll, after the
+	// pool's wait).
+	startWriteback(dfd)
+	p.syncClose(dfd, e.Path)
+	return st.Ino, nil
 }

@@ -237,7 +237,8 @@ func (s *session) build(roots []root, partial, prevID string, byPath, rec map[st
 }
 
 // finish writes the manifest and the change list into the partial
-// snapshot, makes everything durable and renames it into place.
+// snapshot, makes them durable and renames it into place. build has made
+// the tree itself durable.
 func (s *session) finish(partial, id string, m *Manifest, changes []Change) error {
 	pfd, err := openDirAt(s.snaps, partial)
 	if err != nil {
@@ -250,11 +251,17 @@ func (s *session) finish(partial, id string, m *Manifest, changes []Change) erro
 	if err := writeNew(pfd, home.SnapChanges, ChangeList(changes)); err != nil {
 		return fmt.Errorf("write change list: %w", err)
 	}
-	// Every new file and folder of the snapshot was synced as it was made
-	// (copyFile, the folders' dirRefs, build); the manifest and change
-	// list were synced as written: what is left is the snapshot's own
-	// folder, then the rename. Only what the take wrote is synced, never
-	// the filesystem (syncfs would wait for every other writer's data).
+	// The durability order, which a crash at any instant relies on:
+	//  1. every new copy and every folder of the tree: fsynced on the
+	//     pool's syncers, many at once (copyFile, finishDir), all done
+	//     before build's wait returned, before this function runs;
+	//  2. the manifest, then the change list, each fsynced as written;
+	//  3. the snapshot's own folder (their names);
+	//  4. the rename that publishes the snapshot, then its parent folder.
+	// Until 4 the snapshot is a .partial folder that the next take deletes;
+	// after it everything the manifest names is on disk. Only what the
+	// take wrote is synced, never the filesystem (syncfs would wait for
+	// every other writer's data).
 	if err := unix.Fsync(pfd); err != nil {
 		return fmt.Errorf("sync snapshot: %w", err)
 	}

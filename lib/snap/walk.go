@@ -185,19 +185,11 @@ func (w *walker) root(src int, path string, skipLocks bool, dstParent int, dstNa
 	}
 	atime := st.Atim.Nano()
 	ref := w.pool.newDirRef(func(failed bool) error {
-		var err error
-		if !failed {
-			// Every entry is made: sync the folder with them.
-			if err = applyMeta(dst, &e, atime); err == nil {
-				err = unix.Fsync(dst)
-			}
-			if err != nil {
-				err = fmt.Errorf("%s in the snapshot: %w", path, err)
-			}
-		}
-		unix.Close(dst)
 		closeFd(prevRoot)
-		return err
+		if err := w.pool.finishDir(dst, &e, atime, failed); err != nil {
+			return fmt.Errorf("%s in the snapshot: %w", path, err)
+		}
+		return nil
 	})
 	err = w.dir(src, dst, prevRoot, path, skipLocks, 0, ref)
 	ref.release()
@@ -390,20 +382,12 @@ func (w *walker) subdir(src, dst, prevDir int, rel, name string, e Entry, st *un
 	}
 	atime := st.Atim.Nano()
 	ref := w.pool.newDirRef(func(failed bool) error {
-		var err error
-		if !failed {
-			// Every entry is made: sync the folder with them.
-			if err = applyMeta(dchild, &e, atime); err == nil {
-				err = unix.Fsync(dchild)
-			}
-			if err != nil {
-				err = fmt.Errorf("%s in the snapshot: %w", EscapeName(rel), err)
-			}
-		}
 		unix.Close(fd)
-		unix.Close(dchild)
 		closeFd(pchild)
-		return err
+		if err := w.pool.finishDir(dchild, &e, atime, failed); err != nil {
+			return fmt.Errorf("%s in the snapshot: %w", EscapeName(rel), err)
+		}
+		return nil
 	})
 	err = w.dir(fd, dchild, pchild, rel, false, depth+1, ref)
 	ref.release()
@@ -445,7 +429,7 @@ func (w *walker) buildFile(src, dst, prevDir int, name string, e *Entry, st *uni
 			// names link to. The manifest keeps the source's one group.
 			e.Group = f.Group
 			w.newLeader = true
-			return copyFile(src, dst, name, e, buf)
+			return copyFile(w.pool, src, dst, name, e, buf)
 		} else {
 			e.Group = w.groups + 1 // claimed in entry() once the file is in
 		}
@@ -457,7 +441,7 @@ func (w *walker) buildFile(src, dst, prevDir int, name string, e *Entry, st *uni
 		}
 		// EMLINK (too many links) or the old copy is missing: copy instead.
 	}
-	if err := copyFile(src, dst, name, e, buf); err != nil {
+	if err := copyFile(w.pool, src, dst, name, e, buf); err != nil {
 		return err
 	}
 	e.samePrev = w.sameBytesAsPrev(dst, prevDir, name, e)
@@ -538,7 +522,7 @@ func (w *walker) fileOp(src, dst, prevDir int, name string, idx int, e Entry, bu
 		}
 		var err error
 		if copied {
-			if err = copyFile(src, dst, name, &e, buf); err == nil {
+			if err = copyFile(w.pool, src, dst, name, &e, buf); err == nil {
 				e.samePrev = w.sameBytesAsPrev(dst, prevDir, name, &e)
 			}
 		}
@@ -619,8 +603,9 @@ func (w *walker) applyFixes() {
 // copyFile copies a store file into a new inode of the snapshot and gives
 // it the file's owner, mode and times through the new descriptor. A file
 // that changes while it is copied is copied again, up to maxTries times,
-// then kept as it was read and marked unstable.
-func copyFile(src, dst int, name string, e *Entry, buf *[]byte) error {
+// then kept as it was read and marked unstable. The copy is synced on p's
+// syncers (syncClose): durable once p's wait returns nil.
+func copyFile(p *pool, src, dst int, name string, e *Entry, buf *[]byte) error {
 	if copyFault != nil {
 		if err := copyFault(e.Path); err != nil {
 			return fmt.Errorf("read %s: %w", EscapeName(e.Path), sourceError(err, "cannot be read"))
@@ -645,7 +630,21 @@ func copyFile(src, dst int, name string, e *Entry, buf *[]byte) error {
 	if err != nil {
 		return fmt.Errorf("create %s in the snapshot: %w", EscapeName(e.Path), err)
 	}
-	defer unix.Close(dfd)
+	if err := copyInto(sfd, dfd, before, e, buf); err != nil {
+		unix.Close(dfd)
+		return err
+	}
+	// Durable before the snapshot is renamed into place (finish, after
+	// build's wait): the take syncs what it wrote, never the whole
+	// filesystem.
+	p.syncClose(dfd, e.Path)
+	return nil
+}
+
+// copyInto is copyFile's copy: live file sfd (before is its stat) into
+// new file dfd, again while it changes; then e is set from what was read
+// and dfd given its metadata.
+func copyInto(sfd, dfd int, before unix.Stat_t, e *Entry, buf *[]byte) error {
 	stable := false
 	for try := 0; try < maxTries && !stable; try++ {
 		if try > 0 {
@@ -674,11 +673,6 @@ func copyFile(src, dst int, name string, e *Entry, buf *[]byte) error {
 	e.Unstable = !stable
 	if err := applyMeta(dfd, e, before.Atim.Nano()); err != nil {
 		return fmt.Errorf("%s in the snapshot: %w", EscapeName(e.Path), err)
-	}
-	// Durable before the snapshot is renamed into place (finish): the
-	// take syncs what it wrote, never the whole filesystem.
-	if err := unix.Fsync(dfd); err != nil {
-		return fmt.Errorf("sync %s in the snapshot: %w", EscapeName(e.Path), err)
 	}
 	return nil
 }
