@@ -333,6 +333,24 @@ func (ts *treeStage) put(l stageLevel, i int, name string, buf *[]byte) error {
 //     snapshot's copy (in src) is: snapshot inodes never change, so the
 //     bytes are the same. This is what makes a second restore (an undo)
 //     cheap, after the first gave every file a new ctime.
+//
+// The check and put's link are two steps, by name: in between, the name
+// could be swapped or the inode written. No writer the store has can do
+// it: reuse is only chosen when no box of the worker is live (and never
+// with --force), the store lock is held exclusively throughout, and a
+// box's launch holds it shared while it makes its mounts, so no box
+// starts, mounts the old tree or writes into it until the restore is done
+// and the old tree deleted. What the store holds is hostile but still: a
+// symlink, FIFO or device fails the type check (fstatat and linkat never
+// follow a symlink), a bind mount of another filesystem the device check;
+// a hardlink group is never reused (grouped copies its first name). Nor
+// is the live inode the pre-restore snapshot's: a take links only
+// snapshot inodes, never a live one, so a reused inode ends up in the
+// restored tree alone, and the undo's copy is a different inode. A
+// change by a root process on the host inside that window is not guarded
+// against (as with any file root rewrites during a restore); if it moved
+// the size or mtime, recordTree leaves the file out of the restore record
+// and the next take compares it rather than trusting it.
 func reusable(live, pre, src int, name string, dev uint64, e, pe *Entry) uint64 {
 	var st unix.Stat_t
 	if unix.Fstatat(live, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
@@ -440,7 +458,6 @@ func restoreFileAs(p *pool, src int, srcName string, dst int, dstName string, e 
 	}
 	// Durable before the staging tree is swapped in (stageAll, after the
 	// pool's wait).
-	startWriteback(dfd)
 	p.syncClose(dfd, e.Path)
 	return st.Ino, nil
 }
