@@ -10,7 +10,7 @@
 #   restore:                roster-snap restore  vs  rsync -a --delete from the snapshot
 #                           (into the live store, and into an empty folder)
 # Peak memory of roster-snap comes from /usr/bin/time -v when installed.
-# Targets (report only, never pass/fail): 1% changed <= 1.5x cp -al and
+# Targets (report only, never pass/fail): 1% changed <= 1.0x cp -al and
 # <= 0.25x rsync; unchanged <= 0.1x rsync; restore <= 1.0x rsync;
 # peak <= 150 MB.
 #
@@ -144,13 +144,15 @@ change1pct 11 "$mirror"
 with_writer t_wr_roster "${snap[@]}" take bench
 with_writer t_wr_cp cp -al "$mirror" "$work/c3"
 
-# 3. Restore the first snapshot over the 1%-changed store (roster also
-# takes its pre-restore snapshot and copies every file into new inodes).
+# 3. Restore the first snapshot over the store, 3% of whose files now
+# differ from it (changes 7, 11 and 8; roster also takes its pre-restore
+# snapshot, links each unchanged live file into the restored tree and
+# copies the rest). rsync restores the same snapshot into the mirror,
+# which had the same changes: the same 3% to copy.
 change1pct 8
+change1pct 8 "$mirror"
 timed t_re_roster "${snap[@]}" restore bench --from "$first"
-change1pct 9
-cp -al "$store" "$work/live-for-rsync"
-timed t_re_rsync rsync -a --delete "$W/store-snapshots/$first/store/" "$work/live-for-rsync/"
+timed t_re_rsync rsync -a --delete "$W/store-snapshots/$first/store/" "$mirror/"
 timed t_re_rsync_full rsync -a --delete "$W/store-snapshots/$first/store/" "$work/empty-for-rsync/"
 
 echo
@@ -162,11 +164,11 @@ printf '%-34s %10s %10s %10s %14s %14s\n' "take, 1% changed" "$t_ch_roster" "$t_
 printf '%-34s %10s %10s %10s %14s %14s\n' "take, 1% changed, ${WRITE_MB} MB being written" "$t_wr_roster" "-" "$t_wr_cp" \
 	"-" "$(ratio "$t_wr_roster" "$t_wr_cp")"
 echo "  roster's take with the writer / without it: $(ratio "$t_wr_roster" "$t_ch_roster") (target: near 1)"
-printf '%-34s %10s %10s %10s %14s %14s\n' "restore vs rsync into the store" "$t_re_roster" "$t_re_rsync" "-" \
+printf '%-34s %10s %10s %10s %14s %14s\n' "restore (3% differ) vs rsync into a copy" "$t_re_roster" "$t_re_rsync" "-" \
 	"$(ratio "$t_re_roster" "$t_re_rsync")" "-"
 printf '%-34s %10s %10s %10s %14s %14s\n' "restore vs rsync into empty folder" "$t_re_roster" "$t_re_rsync_full" "-" \
 	"$(ratio "$t_re_roster" "$t_re_rsync_full")" "-"
-echo "targets: 1% <= 0.25x rsync and <= 1.5x cp -al; unchanged <= 0.1x rsync; restore <= 1.0x rsync"
+echo "targets: 1% <= 0.25x rsync and <= 1.0x cp -al; unchanged <= 0.1x rsync; restore <= 1.0x rsync into a copy"
 if [ "$peak" -gt 0 ]; then
 	echo "roster-snap peak RSS: $((peak / 1024)) MB (target <= 150 MB)"
 fi
