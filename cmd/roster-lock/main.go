@@ -17,9 +17,11 @@
 // initialisation costs more than it is worth: no kong (args.go), no
 // lib/cli (it prints through lib/cli/out).
 //
-// Short-lived: the runtime's container-aware GOMAXPROCS probing (it reads
-// /proc/self/cgroup, mountinfo and the CPU quota at every start) costs more
-// than this program's whole job, so it is off.
+// Short-lived: the runtime's container-aware GOMAXPROCS (a CPU quota kept
+// open and re-read while it runs) is off. The runtime still reads
+// /proc/self/cgroup, mountinfo and the quota once at start even so (Go
+// 1.26 and 1.27 do, to count the setting's effect); only the GOMAXPROCS
+// environment variable would skip that, and the command would inherit it.
 //
 //go:debug containermaxprocs=0
 //go:debug updatemaxprocs=0
