@@ -19,9 +19,9 @@
 //
 // Short-lived: the runtime's container-aware GOMAXPROCS (a CPU quota kept
 // open and re-read while it runs) is off. The runtime still reads
-// /proc/self/cgroup, mountinfo and the quota once at start even so (Go
-// 1.26 and 1.27 do, to count the setting's effect); only the GOMAXPROCS
-// environment variable would skip that, and the command would inherit it.
+// /proc/self/cgroup, mountinfo and the quota once at start (Go 1.26 and
+// 1.27 do, to count the setting's effect, before they look at GOMAXPROCS):
+// nothing a program can set skips that.
 //
 //go:debug containermaxprocs=0
 //go:debug updatemaxprocs=0
