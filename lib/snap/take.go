@@ -76,7 +76,13 @@ func (s *session) take(ctx context.Context, opt *Options, label string, force bo
 	if err != nil {
 		return nil, err
 	}
-	rec := s.readRecord()
+	// The restore record, read once: its entries for the walks, its
+	// header for the change list's base.
+	rm := s.readRecordManifest()
+	var rec map[string]*Entry
+	if rm != nil {
+		rec = index(rm.Entries)
+	}
 	total := -1
 	if res.Prev != "" {
 		total = len(prev.Entries)
@@ -116,7 +122,7 @@ func (s *session) take(ctx context.Context, opt *Options, label string, force bo
 	}
 	base, baseIdx := prev.Entries, byPath
 	restored := false // the change list is against what a restore put back, not prev
-	if rm := s.readRecordManifest(); rm != nil && rm.Header.ID != "" && rm.Header.ID != res.Prev {
+	if rm != nil && rm.Header.ID != "" && rm.Header.ID != res.Prev {
 		if from, err := s.manifest(rm.Header.ID); err == nil {
 			base = restoredBase(prev.Entries, from.Entries, rm.Entries, rm.Header.Scope)
 			baseIdx = index(base)
