@@ -115,7 +115,12 @@ func (d *Dispatcher) evaluate(ctx context.Context, org *config.Org, w string, se
 		d.logOnce(w, err)
 		return nil, false
 	}
-	d.clearBusy(w)
+	// Its look took no lock (tms reads a current tasks.json without one),
+	// so a busy partition is cleared by a claim that got the lock, or
+	// forgotten when it has nothing to claim.
+	if len(due.Claimable) == 0 {
+		delete(d.busy, w)
+	}
 	d.clearBad(w)
 	ws.claims, ws.due, ws.live, ws.next = true, due.Claimable, due.LiveClaims, due.Next
 	ws.credHold = due.CredentialHold
@@ -225,6 +230,7 @@ func (d *Dispatcher) claimRoundRobin(ctx context.Context, ready []*workerState, 
 					d.log.Error("claim failed", "worker", ws.name, "task", task.ID, "err", err)
 					break
 				}
+				d.clearBusy(ws.name)
 				ws.live++
 				avail--
 				progress = true

@@ -242,7 +242,7 @@ func (p *Partition) Reclaim(ctx context.Context, id, run, note string) (string, 
 // LiveClaims counts the partition's claimed tasks (the dispatcher's
 // per-worker concurrency count, which survives its restarts).
 func (p *Partition) LiveClaims(ctx context.Context) (int, error) {
-	f, err := p.Read(ctx)
+	f, err := p.ReadNoLock(ctx)
 	if err != nil {
 		return 0, err
 	}

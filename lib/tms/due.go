@@ -125,7 +125,7 @@ type DueReport struct {
 // credential for its model providers, low disk) make everything held; an exhausted budget makes proactive work late. It does
 // not fire templates: call FireTemplates first.
 func (p *Partition) Due(ctx context.Context) (*DueReport, error) {
-	f, err := p.Read(ctx)
+	f, err := p.ReadNoLock(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -24,9 +24,17 @@ func (p *Partition) writeViews(f *File, now time.Time) error {
 // writeViewsRaw writes f, whose tasks are raw's (when raw is not nil):
 // tasks.json (sealed, sealed.go), then view/schedule.json. The entries are
 // encoded once; each file is its head, then the same bytes. first (if not
-// nil) runs meanwhile, for the journal's append: the three fsyncs overlap,
-// and nothing is renamed until all are done, so the journal line is
-// durable before tasks.json is replaced, and tasks.json before the view.
+// nil) runs meanwhile, for the journal's append. The fsyncs are batched,
+// so that a change waits for the disk twice, not six times (each fsync
+// may wait for a commit of the filesystem's journal, which other workers'
+// writes make slow): the journal's and both temporary files' at once;
+// then tasks.json is renamed into place, then schedule.json, in that
+// order; then both folders are synced at once. So the journal line is
+// durable before tasks.json is replaced, and tasks.json is replaced
+// before the view (a crash before the folders are synced may leave either
+// rename undone, or on a filesystem that does not keep renames in order,
+// the view's alone: it is rewritten by the next change, and tasks.json is
+// rolled forward from the journal).
 func (p *Partition) writeViewsRaw(f *File, raw *rawFile, now time.Time, first func() error) error {
 	f.Format = Format
 	var body [][]byte
@@ -46,30 +54,38 @@ func (p *Partition) writeViewsRaw(f *File, raw *rawFile, now time.Time, first fu
 	if err != nil {
 		return err
 	}
+	defer tf.abandon()
 	sf, err := writePending(p.W.Schedule(), 0o644, append([][]byte{fileHead(f, p.Name, now)}, body...), false)
 	if err != nil {
-		tf.abandon()
 		return err
 	}
+	defer sf.abandon()
+	if err := together(first, tf.sync, sf.sync); err != nil {
+		return err
+	}
+	if err := tf.rename(); err != nil {
+		return err
+	}
+	if err := sf.rename(); err != nil {
+		return err
+	}
+	return together(func() error { return fsx.SyncDir(p.W.Tasks()) }, func() error { return fsx.SyncDir(p.W.View()) })
+}
+
+// together runs each fn (nil ones skipped) at once and returns their
+// errors joined.
+func together(fns ...func() error) error {
+	errs := make([]error, len(fns))
 	var wg sync.WaitGroup
-	var errT, errS, errF error
-	wg.Add(2)
-	go func() { defer wg.Done(); errT = tf.sync() }()
-	go func() { defer wg.Done(); errS = sf.sync() }()
-	if first != nil {
-		errF = first()
+	for i, fn := range fns {
+		if fn == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = fn() }()
 	}
 	wg.Wait()
-	if err := errors.Join(errF, errT, errS); err != nil {
-		tf.abandon()
-		sf.abandon()
-		return err
-	}
-	if err := tf.replace(); err != nil {
-		sf.abandon()
-		return err
-	}
-	return sf.replace()
+	return errors.Join(errs...)
 }
 
 // encodeFile writes tasks.json (worker == "") or schedule.json; nil if an

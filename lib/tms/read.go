@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"sort"
 	"time"
 
@@ -202,4 +204,50 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(k)
 	return k
+}
+
+// snapshot reads tasks.json with no lock held, for a read that changes
+// nothing: tasks.json is only ever replaced whole, so it is some version,
+// and it is the current one when the journal's last version is the same
+// (read after it: a change appends its line first). ok is false when it
+// cannot say (a change in flight, a journal ahead, a torn tail, anything
+// unreadable): the caller then reads under the lock, which rolls forward,
+// repairs or refuses as ever. seq and ver are the journal's.
+func (p *Partition) snapshot() (f *File, seq, ver int64, ok bool) {
+	return p.snapshotOf(false)
+}
+
+// snapshotOf is snapshot; with templatesOnly, f's Tasks may be left out
+// (a sealed or well-formed file is not decoded task by task).
+func (p *Partition) snapshotOf(templatesOnly bool) (f *File, seq, ver int64, ok bool) {
+	var err error
+	if templatesOnly {
+		_, f, err = readRaw(p.W.TasksFile())
+	} else {
+		f, err = readFile(p.W.TasksFile())
+	}
+	if err != nil {
+		return nil, 0, 0, false
+	}
+	j, err := os.Open(p.W.Journal())
+	if err == nil {
+		seq, ver, err = tailOf(j)
+		j.Close()
+	} else if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	if err != nil || ver != f.Version {
+		return nil, 0, 0, false
+	}
+	return f, seq, ver, true
+}
+
+// ReadNoLock is Read for a reader that changes nothing and must not wait
+// on a busy partition (the dispatcher's look at each worker, Due): the
+// snapshot when it is current, else Read.
+func (p *Partition) ReadNoLock(ctx context.Context) (*File, error) {
+	if f, _, _, ok := p.snapshot(); ok {
+		return f, nil
+	}
+	return p.Read(ctx)
 }

@@ -11,10 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/google/renameio/v2"
 	"golang.org/x/sys/unix"
-
-	"github.com/roster-sh/roster/lib/fsx"
 )
 
 // tasks.json's seal: the writer's mark on a file it wrote, so that the
@@ -185,25 +182,33 @@ func readRaw(path string) (*rawFile, *File, error) {
 }
 
 // pendingFile is a file being written whole: its bytes go to a temporary
-// file beside it, which replace renames over it once synced.
+// file beside it (".NAME" and a random suffix, as renameio names them),
+// which rename puts in its place once synced.
 type pendingFile struct {
-	t    *renameio.PendingFile
-	path string
+	f      *os.File
+	path   string
+	synced bool
+	done   bool
 }
 
 // writePending writes pieces, in order, to a new temporary file for path
-// (sealed if seal), unsynced; nothing replaces path until replace.
+// (sealed if seal), with mode perm exactly; nothing replaces path until
+// rename.
 func writePending(path string, perm os.FileMode, pieces [][]byte, seal bool) (*pendingFile, error) {
-	// WithTempDir: as fsx.WriteFile (renameio would probe $TMPDIR).
-	t, err := renameio.NewPendingFile(path, renameio.WithStaticPermissions(perm), renameio.WithTempDir(filepath.Dir(path)))
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"*")
 	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	p := &pendingFile{f: f, path: path}
+	if err := f.Chmod(perm); err != nil { // CreateTemp makes it 0600
+		p.abandon()
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
 	var sum uint32
 	size := 0
 	for _, b := range pieces {
-		if _, err := t.Write(b); err != nil {
-			t.Cleanup()
+		if _, err := f.Write(b); err != nil {
+			p.abandon()
 			return nil, fmt.Errorf("write %s: %w", path, err)
 		}
 		if seal {
@@ -212,28 +217,43 @@ func writePending(path string, perm os.FileMode, pieces [][]byte, seal bool) (*p
 		}
 	}
 	if seal {
-		setSeal(t.File, sealText(size, sum))
+		setSeal(f, sealText(size, sum))
 	}
-	return &pendingFile{t: t, path: path}, nil
+	return p, nil
 }
 
-// sync fsyncs the temporary file's data (replace would, later).
+// sync fsyncs the temporary file (its data and its seal).
 func (p *pendingFile) sync() error {
-	if err := p.t.Sync(); err != nil {
+	if err := p.f.Sync(); err != nil {
 		return fmt.Errorf("write %s: %w", p.path, err)
 	}
+	p.synced = true
 	return nil
 }
 
-// replace makes the file durable and renames it over path, then syncs
-// the folder, as fsx.WriteFile does.
-func (p *pendingFile) replace() error {
-	defer p.t.Cleanup()
-	if err := p.t.CloseAtomicallyReplace(); err != nil {
+// rename puts the synced file in place (the folder not yet synced).
+func (p *pendingFile) rename() error {
+	if !p.synced {
+		if err := p.sync(); err != nil {
+			return err
+		}
+	}
+	if err := p.f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", p.path, err)
 	}
-	return fsx.SyncDir(filepath.Dir(p.path))
+	if err := os.Rename(p.f.Name(), p.path); err != nil {
+		os.Remove(p.f.Name())
+		return fmt.Errorf("write %s: %w", p.path, err)
+	}
+	p.done = true
+	return nil
 }
 
 // abandon removes the temporary file (after a failure elsewhere).
-func (p *pendingFile) abandon() { p.t.Cleanup() }
+func (p *pendingFile) abandon() {
+	if !p.done {
+		p.f.Close()
+		os.Remove(p.f.Name())
+		p.done = true
+	}
+}

@@ -167,6 +167,24 @@ type FireReport struct {
 // journaled `skipped` with their reason (window, overlap, catch-up with
 // missed N).
 func (p *Partition) FireTemplates(ctx context.Context) (*FireReport, error) {
+	// First a dry run on a snapshot, with no lock: the dispatcher calls
+	// this for every changed worker on every tick, and most of the time
+	// nothing is due, so a busy partition is not waited for only to learn
+	// that (Containment: one worker's partition never delays another's
+	// claims). Anything to write is done again under the lock. Whether
+	// there is anything depends on the templates alone (a template whose
+	// cursor moves always journals a line), so the tasks are not decoded.
+	if f, seq, ver, ok := p.snapshotOf(true); ok {
+		dry := &txn{p: p, f: f, seq: seq, ver: ver, now: p.clock.Now().UTC()}
+		rep := &FireReport{}
+		err := dry.syncHeartbeat()
+		for i := 0; err == nil && i < len(dry.f.Templates); i++ {
+			err = dry.fire(i, rep)
+		}
+		if err == nil && len(dry.out) == 0 {
+			return rep, nil
+		}
+	}
 	t, err := p.begin(ctx)
 	if err != nil {
 		return nil, err
