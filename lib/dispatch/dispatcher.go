@@ -48,6 +48,7 @@ type Dispatcher struct {
 	busy      map[string]bool   // workers skipped for a held partition lock (logged once)
 	held      string            // the hold logged as started, "" when none
 	credHeld  map[string]string // worker -> its credential hold logged as started (credhold.go)
+	specWarn  map[string]string // worker -> its spec's warnings as last logged (logSpecWarnings)
 	rr        int               // round-robin start
 	kick      chan struct{}     // a child exited, a job finished: look again
 	children  sync.Map          // run id -> worker while our `roster-box run` child lives
@@ -214,6 +215,23 @@ func (d *Dispatcher) open(org *config.Org, w string) (*tms.Partition, *config.Wo
 	}
 	p, err := tms.Open(d.h, w, tms.Options{Clock: d.clock, Org: org, Worker: spec, Getenv: d.getenv, LockWait: PartitionWait})
 	return p, spec, err
+}
+
+// logSpecWarnings logs a worker spec's warnings (an rw connection, one its
+// uid cannot write, a host network: "warned at load", docs/layout.md) when
+// they are first read and again only when they change, not at every tick.
+func (d *Dispatcher) logSpecWarnings(w string, warnings []string) {
+	key := strings.Join(warnings, "\n")
+	if d.specWarn == nil {
+		d.specWarn = map[string]string{}
+	}
+	if last, ok := d.specWarn[w]; ok && last == key {
+		return
+	}
+	d.specWarn[w] = key
+	for _, m := range warnings {
+		d.log.Warn("worker spec warning", "worker", w, "warning", m)
+	}
 }
 
 // PartitionWait bounds how long the dispatcher waits for a worker's

@@ -79,6 +79,9 @@ func (d *Dispatcher) evaluate(ctx context.Context, org *config.Org, w string, se
 		}
 		return nil, false
 	}
+	if served {
+		d.logSpecWarnings(w, spec.Warnings)
+	}
 	ws := &workerState{name: w, p: p, spec: spec}
 	if !served || spec.Paused {
 		if n, err := p.LiveClaims(ctx); err == nil {
