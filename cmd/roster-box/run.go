@@ -97,6 +97,9 @@ func (c *RunCmd) Run(g *cli.Globals, env *cli.Env) error {
 
 	run := sup.Spec.Run
 	if !dispatched {
+		for _, m := range sup.Warnings {
+			env.Warn("%s", m) // a dispatched run's are the dispatcher's to log
+		}
 		fmt.Fprintf(env.Stderr, "roster-box: run %s\n", run)
 	}
 	rec, exit, err := sup.Supervise(sctx)

@@ -61,7 +61,7 @@ func Prepare(ctx context.Context, r Request) (*Supervision, error) {
 		return nil, err
 	}
 	w := h.Worker(r.Worker)
-	sup := &Supervision{Part: part, Idle: spec.Idle, Kind: "adhoc", OnFailure: org.Notify.OnFailure, Home: h.Dir}
+	sup := &Supervision{Part: part, Idle: spec.Idle, Kind: "adhoc", OnFailure: org.Notify.OnFailure, Home: h.Dir, Warnings: spec.Warnings}
 	run, channel := r.Run, ""
 	if r.Channel != nil {
 		channel = *r.Channel

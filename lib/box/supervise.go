@@ -31,6 +31,7 @@ type Supervision struct {
 	Briefing BriefingInput
 	Ceiling  time.Duration
 	Idle     time.Duration // 0 = off
+	Warnings []string      // the worker spec's load warnings, for an attached run to print
 
 	// Attached runs the box in the foreground: stdin passed through,
 	// output copied to Stdout/Stderr as well as the transcript. With
