@@ -139,6 +139,11 @@ func ReapRun(r RunRef, now time.Time) (destroyed, recorded bool, err error) {
 	if err != nil {
 		return destroyed, false, err
 	}
+	// The killed supervisor's gateway may have been cut short mid-write:
+	// nobody appends to its ledger again, so a torn last line goes now.
+	if err := runs.DropTornLedgerTail(r.Dir); err != nil {
+		return destroyed, false, fmt.Errorf("run %s: its gateway ledger: %w", r.ID, err)
+	}
 	if rec.Ended == "" {
 		rec.EndedAt = ptr(now.UTC())
 		rec.Ended = "error"

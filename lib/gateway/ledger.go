@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -28,7 +27,8 @@ const DefaultLedgerMax = 8 << 20
 // flight short at a page boundary (the kernel stops a write when a fatal
 // signal is pending): the last line may then be torn, which readers
 // (runs.ScanLedger) report as torn and never decode, and which the next
-// opening of the ledger truncates (layout.md's rule for appended files).
+// opening of the ledger truncates, as does the reap that records the end
+// of a killed supervisor's run (layout.md's rule for appended files).
 type ledger struct {
 	mu      sync.Mutex // orders seq with the pending lines
 	ready   sync.Cond  // the writer waits for lines (or close)
@@ -61,7 +61,7 @@ func openLedger(path string, max int64, now func() time.Time) (*ledger, error) {
 			return nil, fmt.Errorf("gateway ledger: %w", &os.PathError{Op: "open", Path: path, Err: err})
 		}
 		l.f = os.NewFile(uintptr(fd), path)
-		if err := dropTornTail(l.f); err != nil {
+		if err := runs.DropTornTail(l.f); err != nil {
 			l.f.Close()
 			return nil, fmt.Errorf("gateway ledger: %w", err)
 		}
@@ -285,36 +285,4 @@ func appendJSONFloat(b []byte, f float64) []byte {
 		}
 	}
 	return b
-}
-
-// dropTornTail truncates f after its last newline when its last byte is
-// not one (a write cut short by a kill -9), so that appends start on a
-// line of their own.
-func dropTornTail(f *os.File) error {
-	st, err := f.Stat()
-	if err != nil || st.Size() == 0 {
-		return err
-	}
-	var b [1]byte
-	if _, err := f.ReadAt(b[:], st.Size()-1); err != nil {
-		return err
-	}
-	if b[0] == '\n' {
-		return nil
-	}
-	const chunk = 64 << 10
-	buf := make([]byte, chunk)
-	end := st.Size()
-	for end > 0 {
-		off := max(end-chunk, 0)
-		n, err := f.ReadAt(buf[:end-off], off)
-		if err != nil && n < int(end-off) {
-			return err
-		}
-		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
-			return f.Truncate(off + int64(i) + 1)
-		}
-		end = off
-	}
-	return f.Truncate(0)
 }
