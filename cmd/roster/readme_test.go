@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -21,7 +22,12 @@ const readmeMarker = "<!-- test: run -->"
 type readmeBlock struct {
 	line     int
 	commands []string
+	headers  [][]string // a transcript's: per command, the table headers its printed output shows
 }
+
+// tableHeader matches a table's header line as the programs print it:
+// two or more upper-case column names (RUN  WORKER  TASK ...).
+var tableHeader = regexp.MustCompile(`^[A-Z][A-Z-]*( {2,}[A-Z][A-Z-]*)+$`)
 
 // readmeBlocks extracts the marked blocks of a README. A command goes on
 // over lines ending in a backslash and through a here-document to its
@@ -58,8 +64,12 @@ func readmeBlocks(text string) ([]readmeBlock, error) {
 			l := body[j]
 			if transcript {
 				if !strings.HasPrefix(l, "$ ") {
+					if n := len(b.headers); n > 0 && tableHeader.MatchString(strings.TrimSpace(l)) {
+						b.headers[n-1] = append(b.headers[n-1], strings.TrimSpace(l))
+					}
 					continue // output
 				}
+				b.headers = append(b.headers, nil)
 				l = l[2:]
 			} else if t := strings.TrimSpace(l); t == "" || strings.HasPrefix(t, "#") {
 				continue
@@ -146,12 +156,22 @@ func TestReadmeCommandsRunAsPrinted(t *testing.T) {
 	var sh bytes.Buffer
 	sh.WriteString("cd " + work + "\n")
 	n := 0
+	type shown struct {
+		where   string
+		headers []string
+	}
+	var tables = map[int]shown{} // command number -> the headers its printed output shows
 	for _, b := range blocks {
-		for _, c := range b.commands {
+		for i, c := range b.commands {
 			n++
 			where := fmt.Sprintf("README.md:%d: command %d, %s:", b.line, n, strings.SplitN(c, "\n", 2)[0])
-			fmt.Fprintf(&sh, "{\n%s\n}\nrc=$?\nif [ $rc -ne 0 ]; then echo %s \"exited $rc\" >&2; exit 1; fi\n",
-				c, "'"+strings.ReplaceAll(where, "'", `'\''`)+"'")
+			// Each command's output is kept (the braces run it in this
+			// shell: an export carries on) and shown as it goes.
+			fmt.Fprintf(&sh, "{\n%s\n} >%s/.out.%d 2>&1\nrc=$?\ncat %s/.out.%d\nif [ $rc -ne 0 ]; then echo %s \"exited $rc\" >&2; exit 1; fi\n",
+				c, work, n, work, n, "'"+strings.ReplaceAll(where, "'", `'\''`)+"'")
+			if i < len(b.headers) && len(b.headers[i]) > 0 {
+				tables[n] = shown{where, b.headers[i]}
+			}
 		}
 	}
 	cmd := exec.Command("bash", "-c", sh.String())
@@ -160,6 +180,24 @@ func TestReadmeCommandsRunAsPrinted(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
+	}
+	// A table the README shows as printed has the columns the program
+	// prints today (its output, not its figures, is the README's claim).
+	for k, sh := range tables {
+		got, err := os.ReadFile(filepath.Join(work, fmt.Sprintf(".out.%d", k)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, hdr := range sh.headers {
+			found := false
+			for _, l := range strings.Split(string(got), "\n") {
+				// The names, not the spacing: a column is as wide as its values.
+				found = found || strings.Join(strings.Fields(l), " ") == strings.Join(strings.Fields(hdr), " ")
+			}
+			if !found {
+				t.Errorf("%s the README shows the header\n\t%s\nbut the command printed\n%s", sh.where, hdr, got)
+			}
+		}
 	}
 	// Exit 0 is not enough for the tour: its task must have run well.
 	ls := exec.Command(filepath.Join(binDir, "roster-runs"), "ls", "--json")
