@@ -115,7 +115,7 @@ func (t *txn) planAction(run, served string, a Action) (ActionResult, []Line, er
 		if err := checkText(a.Text); err != nil {
 			return res, nil, err
 		}
-		if err := t.roomForTask(); err != nil {
+		if err := t.roomForTask(a.Text); err != nil {
 			return res, nil, err
 		}
 		standing := Proactive

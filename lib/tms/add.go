@@ -126,7 +126,7 @@ func (p *Partition) add(ctx context.Context, nt NewTask, ceiling string, h *hist
 	if err := t.useHistory(h); err != nil {
 		return Task{}, err
 	}
-	if err := t.roomForTask(); err != nil {
+	if err := t.roomForTask(nt.Text); err != nil {
 		return Task{}, err
 	}
 	task := Task{
@@ -224,8 +224,10 @@ func (t *txn) resolveDeps(task *Task, after []string) error {
 	return nil
 }
 
-// roomForTask refuses a new task when tasks.json holds MaxOpenTasks.
-func (t *txn) roomForTask() error {
+// roomForTask refuses a new task of text when tasks.json holds
+// MaxOpenTasks, or when its open tasks' text and text together would be
+// over MaxOpenText.
+func (t *txn) roomForTask(text string) error {
 	n := len(t.f.Tasks)
 	if t.raw != nil {
 		n = t.raw.n + len(t.raw.added)
@@ -234,7 +236,40 @@ func (t *txn) roomForTask() error {
 		return errs.WithHint(usage("worker %s has %d open tasks, the limit of %d per partition", t.p.Name, n, MaxOpenTasks),
 			"let some finish, or cancel some, before filing more")
 	}
+	if b := t.openText(len(text)); b+int64(len(text)) > MaxOpenText {
+		return errs.WithHint(usage("worker %s has %d bytes of open tasks' text, the limit of %d MiB per partition", t.p.Name, b, MaxOpenText>>20),
+			"let some finish, or cancel some, before filing more")
+	}
 	return nil
+}
+
+// openText is the bytes of text of tasks.json's tasks as this change
+// leaves them. Tasks kept encoded are counted by their encoding (an upper
+// bound of their text), and decoded to count exactly only when that bound
+// and more bytes of text would be over MaxOpenText: every change gives the
+// same answer.
+func (t *txn) openText(more int) int64 {
+	if t.raw == nil {
+		return textBytes(t.f.Tasks)
+	}
+	added := textBytes(t.raw.added)
+	if b := int64(len(t.raw.block)) + added; b+int64(more) <= MaxOpenText {
+		return b
+	}
+	f, err := DecodeFile(t.p.W.TasksFile(), t.raw.data)
+	if err != nil {
+		return int64(len(t.raw.block)) + added // read before: cannot fail; the bound then
+	}
+	return textBytes(f.Tasks) + added
+}
+
+// textBytes is the bytes of text of tasks.
+func textBytes(tasks []Task) int64 {
+	var b int64
+	for i := range tasks {
+		b += int64(len(tasks[i].Text))
+	}
+	return b
 }
 
 // hasTask tells whether tasks.json (as this change leaves it) holds id.

@@ -154,3 +154,62 @@ func TestOneSetAndOneJournalLineAreBoundedAt4MiB(t *testing.T) {
 		t.Fatalf("a 4 MiB request: %v", err)
 	}
 }
+
+// Containment, Sizes: 10,000 open tasks of 64 KiB made a 650 MB tasks.json
+// that every dispatcher tick read (3.2 GB of RSS in the one host
+// dispatcher). The open tasks' text together is bounded at 32 MiB; the
+// add (tasks kept encoded), the filing (decoded) and a due template all
+// agree on where the bound is, to the byte.
+func TestOpenTasksTextIsBoundedAt32MiB(t *testing.T) {
+	p := limitsPartition(t)
+	mustAdd(t, p, NewTask{Text: "seed"})
+	f := mustRead(t, p)
+	seed := f.Tasks[0]
+	f.Tasks = nil
+	for left := MaxOpenText - 10; left > 0; left -= MaxText { // 512 tasks: 32 MiB of text less 10 bytes
+		task := cloneTask(seed)
+		task.ID = fmt.Sprintf("%s%04d", seed.ID[:len(seed.ID)-4], len(f.Tasks))
+		task.Text = strings.Repeat("y", min(MaxText, left))
+		f.Tasks = append(f.Tasks, task)
+	}
+	if err := p.writeViews(f, t0); err != nil {
+		t.Fatal(err)
+	}
+	if b := textBytes(f.Tasks); b != MaxOpenText-10 {
+		t.Fatalf("filled %d bytes", b)
+	}
+	over := func(err error) bool {
+		return errors.Is(err, errs.ErrUsage) && strings.Contains(err.Error(), "the limit of 32 MiB per partition")
+	}
+	if _, err := p.Add(ctx, NewTask{Text: "0123456789a"}); !over(err) {
+		t.Fatalf("add of 11 bytes with 10 left: %v", err)
+	}
+	if _, err := p.Add(ctx, NewTask{Text: "01234"}); err != nil {
+		t.Fatalf("add of 5 bytes with 10 left: %v", err)
+	}
+	file := func(n int, text string) error {
+		_, err := p.ApplyAction(ctx, "2026-11-29-19-22-03-q8w2", "", Action{N: n, Kind: outbox.KindFile, Text: text})
+		return err
+	}
+	if err := file(1, "012345"); !over(err) {
+		t.Fatalf("filing of 6 bytes with 5 left: %v", err)
+	}
+	if err := file(2, "01234"); err != nil {
+		t.Fatalf("filing of 5 bytes with 5 left: %v", err)
+	}
+	if _, err := p.AddTemplate(ctx, NewTemplate{ID: "tick", Cron: "@every 1m", Text: "tick", Overlap: OverlapAllow}); err != nil {
+		t.Fatal(err)
+	}
+	p.clock.(*fakeClock).Add(2 * time.Minute)
+	rep, err := p.FireTemplates(ctx)
+	if err != nil || len(rep.Fired) != 0 || rep.Skipped == 0 {
+		t.Fatalf("fire at the limit: %+v %v", rep, err)
+	}
+	lines, err := p.Journal(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := lines[len(lines)-1]; !strings.Contains(l.Reason, "32 MiB of open tasks' text") {
+		t.Fatalf("the skip's line: %+v", l)
+	}
+}

@@ -250,6 +250,9 @@ func (t *txn) planSet(in *SetInput, by string) (*SetResult, []Line, error) {
 	if n := len(s.result); n > MaxOpenTasks && n > len(t.f.Tasks) {
 		s.refuse("tasks", "the set leaves %d open tasks, more than the limit of %d per partition", n, MaxOpenTasks)
 	}
+	if b := textBytes(s.result); b > MaxOpenText && b > textBytes(t.f.Tasks) {
+		s.refuse("tasks", "the set leaves %d bytes of open tasks' text, more than the limit of %d MiB per partition", b, MaxOpenText>>20)
+	}
 	if n := len(s.tpls); n > MaxTemplates && n > len(t.f.Templates) {
 		s.refuse("templates", "the set leaves %d templates, more than the limit of %d per partition", n, MaxTemplates)
 	}

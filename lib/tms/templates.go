@@ -312,9 +312,14 @@ func (t *txn) fire(i int, rep *FireReport) error {
 	if fire != nil && t.f.Task(home.FiredTaskID(*fire, t.p.Name, tpl.ID)) != nil {
 		fire = nil // already made (cannot happen with a forward cursor; never twice)
 	}
-	full := false
+	full := ""
 	if fire != nil && len(t.f.Tasks) >= MaxOpenTasks {
-		full, fire = true, nil // skipped, as an overlap is: the partition is at its limit
+		full = fmt.Sprintf("%d open tasks, the partition's limit", MaxOpenTasks)
+	} else if fire != nil && textBytes(t.f.Tasks)+int64(len(tpl.Text)) > MaxOpenText {
+		full = fmt.Sprintf("%d MiB of open tasks' text, the partition's limit", MaxOpenText>>20)
+	}
+	if full != "" {
+		fire = nil // skipped, as an overlap is: the partition is at its limit
 	}
 	type skip struct {
 		at     time.Time
@@ -333,8 +338,8 @@ func (t *txn) fire(i int, rep *FireReport) error {
 	if overlap {
 		skips = append(skips, skip{*d.Fire, "overlap", 0})
 	}
-	if full {
-		skips = append(skips, skip{*d.Fire, fmt.Sprintf("%d open tasks, the partition's limit", MaxOpenTasks), 0})
+	if full != "" {
+		skips = append(skips, skip{*d.Fire, full, 0})
 	}
 	for k, sk := range skips {
 		at := sk.at.UTC()
@@ -445,7 +450,7 @@ func (p *Partition) RunTemplate(ctx context.Context, id, by string) (Task, error
 		return Task{}, errs.WithHint(conflict("template %s: a task of it is pending or claimed (overlap forbid)", id),
 			"wait for it, or cancel it")
 	}
-	if err := t.roomForTask(); err != nil {
+	if err := t.roomForTask(tpl.Text); err != nil {
 		return Task{}, err
 	}
 	act := t.now.Truncate(time.Second).UTC()

@@ -83,6 +83,12 @@ const (
 	MaxSetBytes  = 4 << 20  // bytes of one set's input, and of any one journal line
 	MaxOpenTasks = 10000    // tasks in tasks.json: pending, claimed and needing review
 	MaxTemplates = 256      // templates, the heartbeat included
+	// MaxOpenText bounds the text of a partition's open tasks together
+	// (of tasks.json's tasks as written, when the change keeps them
+	// encoded): 10,000 tasks of 64 KiB made a 650 MB tasks.json, which
+	// every dispatcher tick read (3.2 GB of RSS in the host's one
+	// dispatcher, whatever the worker's host_memory).
+	MaxOpenText = 32 << 20
 )
 
 // Task is one entry of tasks.json's "tasks", or (in a journal record) a
