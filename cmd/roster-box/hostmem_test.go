@@ -23,7 +23,8 @@ import (
 
 // host_memory bounds a supervisor from its first step, not only once its
 // box exists: a worker whose partition has grown to ~40 MiB (640 pending
-// tasks of 64 KiB, within the limits of a partition) is read while its
+// tasks of 64 KiB: past tms.MaxOpenText now, as a partition filled before
+// that bound may be) is read while its
 // run is prepared, before any container; with host_memory = 32M the
 // kernel ends that supervisor there, while another worker's box, started
 // before and running all along, ends as it would have.
