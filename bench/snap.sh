@@ -33,6 +33,24 @@
 #     links, the old tree's unlinks) where rsync into the store stats each
 #     name twice and copies 1%: docs/store.md's design (undo snapshot, a whole
 #     sibling tree, an atomic swap) sets that floor.
+#   issue 14, fsyncs 32 at a time (before ab1af62, after 5637a99, each
+#     run of this script with the restore on the same 3% state; before /
+#     after at load 17-23 / 16-28, then 7-10 / 1-7):
+#       1% changed vs cp -al          1.51 / 0.79-1.31,  2.71 / 2.23
+#       1% changed vs rsync           0.57 / 0.25-0.29,  0.59 / 0.61
+#       with the 500 MB writer / not  1.81 / 1.61-1.82,  1.29 / 0.75
+#       restore vs rsync into a copy  2.93 / 2.14-2.47,  6.21 / 6.69
+#     Interleaved takes on one idle 100k store (load 0.8-1.2, medians
+#     of 3): before 1.75 s (2.31x cp -al), after 1.55 s (1.81x). The
+#     take's fsyncs were 2,000 one per folder and copy, two at a time;
+#     32 at a time they cost about one syncfs (0.20 s against 0.73 s for
+#     2,000 on this disk); what is left is the walk and its links, the
+#     manifests (reading the previous one, writing the new one, and prune
+#     checking every one's shape) and the copies. The restore's floor:
+#     per file the pre-restore snapshot's stat and link, the staged
+#     tree's two stats and link, the old tree's unlink and the restore
+#     record's stat (4 stats, 2 links, 1 unlink), where rsync into a copy
+#     stats each name twice (in two processes) and copies 3%.
 set -euo pipefail
 BIN=${BIN:-$(pwd)/bin}
 NFILES=${NFILES:-100000}
