@@ -35,13 +35,17 @@ func (c *PsCmd) Run(g *cli.Globals, env *cli.Env) error {
 		}
 		return nil
 	}
+	zone := config.SystemZone() // SINCE is in the host zone, never the caller's TZ
+	if org, err := config.LoadOrg(h); err == nil {
+		zone = org.Zone()
+	}
 	rows := [][]string{}
 	for _, b := range live {
 		task := b.Task
 		if task == "" {
 			task = "(ad hoc)"
 		}
-		rows = append(rows, []string{b.Run, b.Worker, task, box.Phase(h, b), b.Since.Local().Format("2006-01-02 15:04:05"), strconv.Itoa(b.PID)})
+		rows = append(rows, []string{b.Run, b.Worker, task, box.Phase(h, b), b.Since.In(zone).Format("2006-01-02 15:04:05"), strconv.Itoa(b.PID)})
 	}
 	return cli.Table(env.Stdout, []string{"RUN", "WORKER", "TASK", "STATE", "SINCE", "PID"}, rows)
 }
