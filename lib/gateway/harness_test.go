@@ -159,15 +159,35 @@ data: [DONE]
 // fakeDNS is the injected resolver: names map to addresses, every call is
 // counted, and anything unknown fails (no test ever reaches a real one).
 type fakeDNS struct {
-	mu    sync.Mutex
-	names map[string][]netip.Addr
-	calls []string
+	mu     sync.Mutex
+	names  map[string][]netip.Addr
+	calls  []string
+	public []string // names asked that are not in a reserved test domain
+}
+
+// reservedName tells whether host is in a domain reserved for tests and
+// never delegated (RFC 2606, RFC 6761): the only names a test may have
+// the gateway look up. Any other name reaching the resolver fails the
+// test, so a public name is shown refused before any lookup, in every
+// test that uses the rig (and the resolver is the rig's: nothing falls
+// back to the system's).
+func reservedName(host string) bool {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	for _, tld := range []string{"test", "invalid", "example", "localhost"} {
+		if h == tld || strings.HasSuffix(h, "."+tld) {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *fakeDNS) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.calls = append(d.calls, host)
+	if !reservedName(host) {
+		d.public = append(d.public, host)
+	}
 	if a, ok := d.names[host]; ok {
 		return a, nil
 	}
@@ -212,6 +232,13 @@ func newRig(t *testing.T, cfg Config) *rig {
 	if cfg.Resolve == nil {
 		cfg.Resolve = r.dns.resolve
 	}
+	t.Cleanup(func() {
+		r.dns.mu.Lock()
+		defer r.dns.mu.Unlock()
+		if len(r.dns.public) > 0 {
+			t.Errorf("the gateway looked up names outside the reserved test domains: %v", r.dns.public)
+		}
+	})
 	if cfg.Worker == "" {
 		cfg.Worker, cfg.Run = "w", "r1"
 	}
