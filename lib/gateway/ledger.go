@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/runs"
 	"golang.org/x/sys/unix"
 )
@@ -61,7 +62,7 @@ func openLedger(path string, max int64, now func() time.Time) (*ledger, error) {
 			return nil, fmt.Errorf("gateway ledger: %w", &os.PathError{Op: "open", Path: path, Err: err})
 		}
 		l.f = os.NewFile(uintptr(fd), path)
-		if err := runs.DropTornTail(l.f); err != nil {
+		if _, err := fsx.RepairTail(l.f); err != nil {
 			l.f.Close()
 			return nil, fmt.Errorf("gateway ledger: %w", err)
 		}

@@ -105,45 +105,7 @@ func decodeLedgerLine(raw []byte) (LedgerEntry, error) {
 	return e, nil
 }
 
-// DropTornTail truncates f after its last newline when its last byte is
-// not one (a write cut short by a kill -9: the kernel stops a write at a
-// page boundary when a fatal signal is pending), and syncs it, so that
-// appends start on a line of their own and the file holds whole lines
-// only. f must be open for reading and writing.
-func DropTornTail(f *os.File) error {
-	st, err := f.Stat()
-	if err != nil || st.Size() == 0 {
-		return err
-	}
-	var b [1]byte
-	if _, err := f.ReadAt(b[:], st.Size()-1); err != nil {
-		return err
-	}
-	if b[0] == '\n' {
-		return nil
-	}
-	const chunk = 64 << 10
-	buf := make([]byte, chunk)
-	end, keep := st.Size(), int64(0)
-	for end > 0 {
-		off := max(end-chunk, 0)
-		n, err := f.ReadAt(buf[:end-off], off)
-		if err != nil && n < int(end-off) {
-			return err
-		}
-		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
-			keep = off + int64(i) + 1
-			break
-		}
-		end = off
-	}
-	if err := f.Truncate(keep); err != nil {
-		return err
-	}
-	return f.Sync()
-}
-
-// DropTornLedgerTail is DropTornTail on runDir's gateway.jsonl, for the
+// DropTornLedgerTail is fsx.RepairTail on runDir's gateway.jsonl, for the
 // end of a run whose supervisor was killed (nobody appends to it again);
 // a missing ledger is no error, a planted link or FIFO is refused.
 func DropTornLedgerTail(runDir string) error {
@@ -161,5 +123,6 @@ func DropTornLedgerTail(runDir string) error {
 	} else if !st.Mode().IsRegular() {
 		return fmt.Errorf("%s: not a regular file", GatewayLedger(runDir))
 	}
-	return DropTornTail(f)
+	_, err = fsx.RepairTail(f)
+	return err
 }
