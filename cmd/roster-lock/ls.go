@@ -8,13 +8,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/roster-sh/roster/lib/cli/out"
 	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/jsonw"
 )
 
 // lockInfo is one line of --ls; its JSON form is a stable contract.
@@ -34,9 +34,9 @@ type lockInfo struct {
 // Go 1.27's: 25 page faults and 860 KB of binary).
 func (in lockInfo) appendJSON(b []byte) []byte {
 	b = append(b, `{"name":`...)
-	b = appendJSONString(b, in.Name)
+	b = jsonw.AppendString(b, in.Name, false)
 	b = append(b, `,"state":`...)
-	b = appendJSONString(b, in.State)
+	b = jsonw.AppendString(b, in.State, false)
 	b = append(b, `,"holders":[`...)
 	for i, p := range in.Holders {
 		if i > 0 {
@@ -50,55 +50,9 @@ func (in lockInfo) appendJSON(b []byte) []byte {
 	b = strconv.AppendInt(b, int64(in.Waiting), 10)
 	if in.Error != "" {
 		b = append(b, `,"error":`...)
-		b = appendJSONString(b, in.Error)
+		b = jsonw.AppendString(b, in.Error, false)
 	}
 	return append(b, "}\n"...)
-}
-
-// appendJSONString appends s as a JSON string the way encoding/json does
-// without HTML escaping: \" \\ \b \f \n \r \t, other controls as \u00xx,
-// U+2028 and U+2029 as \u2028 and \u2029, a byte that is not UTF-8 as
-// U+FFFD (Go 1.27's encoding/json writes the character, earlier ones the
-// escape \ufffd).
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c >= 0x20:
-				b = append(b, c)
-			case c == '\b':
-				b = append(b, `\b`...)
-			case c == '\f':
-				b = append(b, `\f`...)
-			case c == '\n':
-				b = append(b, `\n`...)
-			case c == '\r':
-				b = append(b, `\r`...)
-			case c == '\t':
-				b = append(b, `\t`...)
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			b = utf8.AppendRune(b, utf8.RuneError)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			b = append(b, s[i:i+n]...)
-		}
-		i += n
-	}
-	return append(b, '"')
 }
 
 // listLocks prints every lock file in the folder with its state. Names a

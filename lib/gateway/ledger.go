@@ -1,16 +1,15 @@
 package gateway
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/roster-sh/roster/lib/fsx"
+	"github.com/roster-sh/roster/lib/jsonw"
 	"github.com/roster-sh/roster/lib/runs"
 	"golang.org/x/sys/unix"
 )
@@ -169,8 +168,8 @@ func (l *ledger) close() error {
 
 // appendEntry appends e as encoding/json marshals it (the same bytes,
 // field for field; TestLedgerLineIsEncodingJSONs holds it to that),
-// without reflection or allocation. A string that needs escaping goes to
-// json.Marshal; a time json.Marshal refuses (outside RFC 3339's years or
+// without reflection or allocation (strings by jsonw.AppendString, HTML
+// escaped as json.Marshal does); a time json.Marshal refuses (outside RFC 3339's years or
 // zone offsets) makes no line, as it did. A cost that is not a
 // number (a price of NaN or Inf in org.toml) is left out, where
 // json.Marshal would refuse the line and the request would be missing
@@ -187,31 +186,31 @@ func appendEntry(b []byte, e *runs.LedgerEntry) []byte {
 	b = append(b, `,"at":"`...)
 	b = e.At.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","kind":`...)
-	b = appendJSONString(b, e.Kind)
+	b = jsonw.AppendString(b, e.Kind, true)
 	if e.Open {
 		b = append(b, `,"open":true`...)
 	}
 	if e.Provider != "" {
 		b = append(b, `,"provider":`...)
-		b = appendJSONString(b, e.Provider)
+		b = jsonw.AppendString(b, e.Provider, true)
 	}
 	b = append(b, `,"method":`...)
-	b = appendJSONString(b, e.Method)
+	b = jsonw.AppendString(b, e.Method, true)
 	b = append(b, `,"host":`...)
-	b = appendJSONString(b, e.Host)
+	b = jsonw.AppendString(b, e.Host, true)
 	if e.Port != 0 {
 		b = append(b, `,"port":`...)
 		b = strconv.AppendInt(b, int64(e.Port), 10)
 	}
 	if e.Path != "" {
 		b = append(b, `,"path":`...)
-		b = appendJSONString(b, e.Path)
+		b = jsonw.AppendString(b, e.Path, true)
 	}
 	b = append(b, `,"decision":`...)
-	b = appendJSONString(b, e.Decision)
+	b = jsonw.AppendString(b, e.Decision, true)
 	if e.Refusal != "" {
 		b = append(b, `,"refusal":`...)
-		b = appendJSONString(b, e.Refusal)
+		b = jsonw.AppendString(b, e.Refusal, true)
 	}
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(e.Status), 10)
@@ -223,7 +222,7 @@ func appendEntry(b []byte, e *runs.LedgerEntry) []byte {
 	b = strconv.AppendInt(b, e.MS, 10)
 	if e.Model != "" {
 		b = append(b, `,"model":`...)
-		b = appendJSONString(b, e.Model)
+		b = jsonw.AppendString(b, e.Model, true)
 	}
 	for _, f := range [...]struct {
 		name string
@@ -241,34 +240,13 @@ func appendEntry(b []byte, e *runs.LedgerEntry) []byte {
 	}
 	if e.RequestID != "" {
 		b = append(b, `,"request_id":`...)
-		b = appendJSONString(b, e.RequestID)
+		b = jsonw.AppendString(b, e.RequestID, true)
 	}
 	if e.Dropped != 0 {
 		b = append(b, `,"dropped":`...)
 		b = strconv.AppendInt(b, e.Dropped, 10)
 	}
 	return append(b, '}')
-}
-
-func appendMarshalled(b []byte, v any) []byte {
-	data, _ := json.Marshal(v)
-	return append(b, data...)
-}
-
-// appendJSONString quotes s as json.Marshal does; a string of printable
-// ASCII without the characters it escapes is copied as it is.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
-			// (a copy: s itself, and so the entry it is a field of,
-			// must not escape)
-			return appendMarshalled(b, strings.Clone(s))
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // appendJSONFloat formats f as encoding/json does (ES6 number style).
