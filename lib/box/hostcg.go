@@ -223,10 +223,14 @@ func memoryLimit(dir string) (int64, error) {
 
 // cgroupGone reports whether err may be a cgroup removed under its user:
 // a file or the folder gone (ENOENT), a write to a removed one (ENODEV),
-// or, under v1, the swap bound written into one made again meanwhile,
-// whose memory bound is not written yet (EINVAL: swap below memory).
+// the folder's making refused as it was there and then gone before
+// os.MkdirAll looked again (EEXIST: another supervisor's Leave removed it
+// between the two), or, under v1, the swap bound written into one made
+// again meanwhile, whose memory bound is not written yet (EINVAL: swap
+// below memory).
 func cgroupGone(err error) bool {
-	return errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENODEV) || errors.Is(err, unix.EINVAL)
+	return errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrExist) ||
+		errors.Is(err, unix.ENODEV) || errors.Is(err, unix.EINVAL)
 }
 
 // Leave moves the process back to the cgroup it left for c (or, if that
