@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -14,6 +15,7 @@ import (
 	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/snap"
 	"github.com/roster-sh/roster/lib/suite"
 	"github.com/roster-sh/roster/lib/tms"
 )
@@ -191,6 +193,18 @@ func snapshot(ctx context.Context, prog string, h home.Home, worker, run string)
 		return "unchanged"
 	case errors.As(err, &ee) && ee.ExitCode() == errs.ExitBusy:
 		return "store busy"
+	case errors.As(err, &ee) && ctx.Err() == nil && killedBy(ee) != 0:
+		// Killed before it could record its end (the OOM killer at the
+		// worker's host_memory bound, a kill -9): recorded here, so the
+		// worker is held as for any take its store makes fail.
+		why := "roster-snap take was killed (" + killedBy(ee).String() + ")"
+		if killedBy(ee) == unix.SIGKILL {
+			why += "; if its worker's host_memory bound killed it, raise host_memory in the worker's spec"
+		}
+		if nerr := snap.NoteKilled(ctx, h.Worker(worker), why, time.Now(), 10*time.Second); nerr != nil {
+			why += " (not recorded: " + nerr.Error() + ")"
+		}
+		return "failed: " + why
 	}
 	// The error's line, the last one that is not its hint.
 	msg := ""
@@ -203,4 +217,12 @@ func snapshot(ctx context.Context, prog string, h home.Home, worker, run string)
 		msg = err.Error()
 	}
 	return "failed: " + msg
+}
+
+// killedBy is the signal that killed the process ee reports, 0 if none.
+func killedBy(ee *exec.ExitError) unix.Signal {
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return ws.Signal()
+	}
+	return 0
 }

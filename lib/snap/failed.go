@@ -100,3 +100,18 @@ func Failed(ctx context.Context, w home.Worker) (*Failure, error) {
 	}
 	return f, nil
 }
+
+// NoteKilled records a take that died before it could record its own end
+// (killed by a signal: the kernel's OOM killer at its worker's host_memory
+// bound, a kill -9) as a failure that holds its worker, as a take records
+// one it lives to report: why is the record's error. It takes the store
+// lock the dead take held (waiting at most wait, as Options.Wait).
+func NoteKilled(ctx context.Context, w home.Worker, why string, now time.Time, wait time.Duration) error {
+	s, err := open(ctx, w, wait)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	s.noteTake(errors.New(why), now)
+	return nil
+}
