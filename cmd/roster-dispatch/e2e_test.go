@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/roster-sh/roster/internal/testbin"
+	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/runs"
 	"github.com/roster-sh/roster/lib/tms"
@@ -275,15 +276,16 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// journal reads a worker's journal lines.
+// journal reads a worker's complete journal lines. The tests read it while
+// supervisors and dispatchers append to it, so the last line may be one
+// half-written (a read can see an append's first page before its last) or
+// torn by a kill -9: it is left out, as every reader of the journal leaves
+// it (fsx.SplitLines); any other line that does not parse fails the test.
 func (e *env) journal(worker string) []tms.Line {
 	e.t.Helper()
 	data, _ := os.ReadFile(e.h.Worker(worker).Journal())
 	var out []tms.Line
-	for _, l := range bytes.Split(data, []byte("\n")) {
-		if len(l) == 0 {
-			continue
-		}
+	for _, l := range fsx.SplitLines(data) {
 		var line tms.Line
 		if err := json.Unmarshal(l, &line); err != nil {
 			e.t.Fatalf("journal line %q: %v", l, err)
