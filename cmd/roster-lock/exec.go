@@ -82,7 +82,7 @@ func takeLock(f *os.File, shared bool, wait time.Duration) error {
 
 // forwarder owns the signals roster-lock passes on. It is started first
 // thing in main, so that os/signal's set-up (a round trip to its thread per
-// signal) overlaps the parsing instead of delaying the fork.
+// signal) overlaps the parsing instead of delaying the lock.
 type forwarder struct {
 	ready chan struct{} // closed once the handlers are in place
 	mu    sync.Mutex

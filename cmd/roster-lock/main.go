@@ -132,6 +132,9 @@ func (c *opts) Run(env *out.Env) error {
 		return lockFileError(err)
 	}
 	defer f.Close()
+	// A signal while we wait for the lock ends us with 128+N (deliver):
+	// the handlers must be in place before the wait can begin.
+	<-signals.ready
 	if err := takeLock(f, c.Shared, wait); err != nil {
 		if errors.Is(err, errs.ErrBusy) {
 			return c.busy(env, f, wait)
