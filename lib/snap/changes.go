@@ -240,6 +240,13 @@ func compareTrees(prev []Entry, byPath map[string]*Entry, cur []Entry, quick, cu
 	}
 	hl := newHardlinks(prev, byPath, cur, quick, quick, curLive)
 	var out, tail, typeDels []Change
+	// A restore (quick) leaves what the snapshot skipped as it is
+	// (restore_keep.go): its line says skipped, and nothing at or below
+	// it is deleted.
+	var kept map[string]bool
+	if quick {
+		kept = skippedPaths(cur)
+	}
 	for i := range cur {
 		e := &cur[i]
 		p := byPath[e.Path]
@@ -247,7 +254,7 @@ func compareTrees(prev []Entry, byPath map[string]*Entry, cur []Entry, quick, cu
 			p.seen = true
 		}
 		if special(e.Type) {
-			if quick && p != nil && special(p.Type) && p.Type != TypeOtherFS {
+			if quick && p != nil && special(p.Type) && p.Type != TypeOtherFS && e.Type != TypeSkipped {
 				continue // a restore: the live one's *deleting line says what happens
 			}
 			tail = append(tail, Change{Op: OpSkip, Path: e.Path, Type: e.Type, Reason: skipReason(e)})
@@ -283,6 +290,9 @@ func compareTrees(prev []Entry, byPath map[string]*Entry, cur []Entry, quick, cu
 	var dels []Change
 	for i := len(prev) - 1; i >= 0; i-- {
 		p := &prev[i]
+		if underKept(p.Path, kept) {
+			continue // left as it is
+		}
 		if special(p.Type) {
 			// A restore (quick: prev is the live tree) never recreates a
 			// FIFO, socket or device, so the live ones go: say so.

@@ -39,6 +39,11 @@ func TestMain(m *testing.M) {
 		w := home.Home{Dir: os.Getenv("SNAP_HOME")}.Worker("dobby")
 		_, err := Restore(context.Background(), w, RestoreOptions{Options: Options{Keep: 1000, Wait: time.Minute}, From: os.Getenv("SNAP_FROM")})
 		exitWith(err)
+	case "restore-swapped": // killed right after its swap (TestRestoreKilledAfterItsSwapKeepsWhatTheSnapshotSkipped)
+		afterSwap = func() { syscall.Kill(os.Getpid(), syscall.SIGKILL) }
+		w := home.Home{Dir: os.Getenv("SNAP_HOME")}.Worker("dobby")
+		_, err := Restore(context.Background(), w, RestoreOptions{Options: Options{Keep: 1000, Wait: time.Minute}, From: os.Getenv("SNAP_FROM")})
+		exitWith(err)
 	case "restore-path":
 		w := home.Home{Dir: os.Getenv("SNAP_HOME")}.Worker("dobby")
 		_, err := Restore(context.Background(), w, RestoreOptions{Options: Options{Keep: 1000, Wait: time.Minute}, From: os.Getenv("SNAP_FROM"), Path: killedPath})

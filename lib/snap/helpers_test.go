@@ -81,6 +81,14 @@ func inode(t *testing.T, path string) uint64 {
 // left out (it is the lock folder's mount point, never snapshotted).
 func treeState(t *testing.T, dir string) string {
 	t.Helper()
+	return treeStateNoRead(t, dir, "")
+}
+
+// treeStateNoRead is treeState, but the file at noRead (a path below dir)
+// is never opened (a lease is held on it: an open would wait for the
+// lease to break): its inode number stands for its content.
+func treeStateNoRead(t *testing.T, dir, noRead string) string {
+	t.Helper()
 	var lines []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -98,6 +106,10 @@ func treeState(t *testing.T, dir string) string {
 		line := fmt.Sprintf("%q %o %d:%d %d", rel, st.Mode, st.Uid, st.Gid, st.Mtim.Nano())
 		switch fi.Mode().Type() {
 		case 0:
+			if noRead != "" && rel == noRead {
+				line += fmt.Sprintf(" ino %d", st.Ino)
+				break
+			}
 			data, err := os.ReadFile(p)
 			if err != nil {
 				return err

@@ -154,7 +154,26 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 	if opt.Path != "" {
 		times = keepTimes(trees[0].parent)
 	}
+	// What the snapshot skipped stays as it is (restore_keep.go): listed
+	// before the swap, moved from the old trees into the restored ones
+	// after it, whatever the swaps' outcome.
+	keep, err := s.writeKeep(trees)
+	if err != nil {
+		for i := range trees {
+			removeAt(s.wdir, trees[i].staging)
+		}
+		s.writeRestoreChanges(pre, nil, nil) // it changed nothing
+		return res, err
+	}
 	olds, err := s.swapAll(trees, pre)
+	if afterSwap != nil {
+		afterSwap()
+	}
+	if keep != nil {
+		if merr := s.keepMoves(keep); merr != nil && err == nil {
+			err = merr
+		}
+	}
 	// The restore's own change list goes with its pre-restore snapshot
 	// (restore_changes.go), for the trees it swapped in.
 	kerr := s.writeRestoreChanges(pre, res.Changes, trees[:len(olds)])
@@ -178,6 +197,10 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 	}
 	return res, nil
 }
+
+// afterSwap, when set (by a test), runs right after the swaps: a crash
+// point between them and the moves of what the restore keeps.
+var afterSwap func()
 
 // wanted is every entry the restored trees will hold, in walk order.
 func wanted(trees []restoreTree) []Entry {

@@ -197,6 +197,17 @@ func (s *session) liveBoxes() bool {
 // .trash/ contents, and restore staging trees. Trees a box may still have
 // mounted (old stores, staging) wait until no box of the worker is live.
 func (s *session) cleanup() error {
+	// First what a killed restore was to keep (restore_keep.go), before
+	// the tree at its staging name is deleted below.
+	keep, err := s.readKeep()
+	if err != nil {
+		return err
+	}
+	if keep != nil {
+		if err := s.keepMoves(keep); err != nil {
+			return err
+		}
+	}
 	names, err := readNames(s.snaps, make([]byte, 8<<10), nil)
 	if err != nil {
 		return err
