@@ -139,6 +139,26 @@ func killAfter(cmd *exec.Cmd, d time.Duration) {
 	cmd.Wait()
 }
 
+// killWindow is the span a kill lands in at random, steered after each
+// kill so that about half of the writers get a write done first (a
+// narrower window after one did, a wider one after one did not): the kills
+// land before, during and after whole writes whatever the machine's speed
+// (a fixed window on a loaded machine, whose fsyncs are slow, let almost
+// no write finish).
+type killWindow time.Duration
+
+func (w killWindow) random() time.Duration {
+	return time.Duration(rand.Int64N(int64(w)) + 1)
+}
+
+func (w *killWindow) steer(wrote bool) {
+	if wrote {
+		*w = *w * 2 / 3
+	} else {
+		*w = *w * 3 / 2
+	}
+}
+
 // TestWriteFileKilledAnywhereLeavesOldOrNew: a replace loop killed with
 // SIGKILL at random instants always leaves one whole record.
 func TestWriteFileKilledAnywhereLeavesOldOrNew(t *testing.T) {
@@ -152,9 +172,10 @@ func TestWriteFileKilledAnywhereLeavesOldOrNew(t *testing.T) {
 	}
 	changed := 0
 	last := 0
+	window := killWindow(10 * time.Millisecond)
 	for i := 0; i < kills; i++ {
 		cmd := startHelper(t, "replace", p, i+1)
-		killAfter(cmd, time.Duration(rand.IntN(10000))*time.Microsecond)
+		killAfter(cmd, window.random())
 		data, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatalf("kill %d: %v", i, err)
@@ -167,6 +188,7 @@ func TestWriteFileKilledAnywhereLeavesOldOrNew(t *testing.T) {
 			changed++
 			last = r.Writer
 		}
+		window.steer(r.Writer == i+1)
 	}
 	t.Logf("%d kills, %d of them after the writer had replaced the file", kills, changed)
 	if changed == 0 {
@@ -226,9 +248,10 @@ func TestAppendKilledMidLineLeavesOnlyATornTail(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "journal.jsonl")
 	torn := 0
 	lines := 0
+	window := killWindow(30 * time.Millisecond)
 	for i := 0; i < kills; i++ {
 		cmd := startHelper(t, "append-forever", p, i)
-		killAfter(cmd, time.Duration(rand.IntN(30000))*time.Microsecond)
+		killAfter(cmd, window.random())
 		data, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -239,6 +262,7 @@ func TestAppendKilledMidLineLeavesOnlyATornTail(t *testing.T) {
 				t.Fatalf("kill %d: complete line %d is bad: %v", i, j+1, err)
 			}
 		}
+		window.steer(len(whole) > lines)
 		lines = len(whole)
 		if len(data) > 0 && data[len(data)-1] != '\n' {
 			torn++
