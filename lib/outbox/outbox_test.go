@@ -216,3 +216,35 @@ func FuzzDecodeAction(f *testing.F) {
 		}
 	})
 }
+
+// An action a box wrote straight into new/ (no claim) keeps its number
+// between the poll that takes it out of new/ and its answer in done/: a
+// writer looking for a free number then does not post under it (the host
+// would refuse that as a reused number). roster-box's
+// TestOversizedActionWrittenStraightIntoNewIsRefusedBySize lost its
+// `roster-task complete` so, its number 1 posted in that gap.
+func TestUnclaimedActionKeepsItsNumberUntilAnswered(t *testing.T) {
+	dir, r := newOutbox(t)
+	if err := os.WriteFile(filepath.Join(dir, "new", "1.json"), []byte(`{"format":1,"kind":"file","text":"x"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	es, err := r.Poll()
+	if err != nil || len(es) != 1 || es[0].N != 1 {
+		t.Fatalf("poll: %+v %v", es, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new", "1.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("new/1.json still there after the poll: %v", err)
+	}
+	// Taken, not answered yet: the next action gets 2.
+	n, err := post(dir, []byte(`{"format":1,"kind":"file","text":"y"}`))
+	if err != nil || n != 2 {
+		t.Fatalf("post between the poll and the answer = %d, %v; want 2", n, err)
+	}
+	if err := r.Answer(es[0], &Outcome{Kind: KindFile, Outcome: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	es, err = r.Poll()
+	if err != nil || len(es) != 1 || es[0].N != 2 || es[0].Err != nil {
+		t.Fatalf("the second action: %+v %v", es, err)
+	}
+}

@@ -190,6 +190,7 @@ func (r *Reader) Poll() ([]Entry, error) {
 		taken = append(taken, e)
 		if e.N != 0 {
 			r.numbers[e.N] = true
+			r.claim(e.N)
 		}
 		if r.remove(e.Name) {
 			delete(r.seen, e.Name)
@@ -328,6 +329,19 @@ func describe(err error) string {
 		return pe.Err.Error()
 	}
 	return err.Error()
+}
+
+// claim makes tmp/N.claim for action N before it leaves new/: one the box
+// wrote straight into new/ has no claim, and a writer looking for a free
+// number between the removal and the answer in done/ would find N in
+// neither and post under it, to be refused as a reused number. Best
+// effort: a claim already there (the writer's own) is what is wanted, and
+// without tmp/ no writer can claim anything.
+func (r *Reader) claim(n int) {
+	fd, err := unix.Open(filepath.Join(r.dir, "tmp", strconv.Itoa(n)+".claim"), unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err == nil {
+		unix.Close(fd)
+	}
 }
 
 // remove unlinks name from new/ relative to the held descriptor; it
