@@ -64,7 +64,8 @@ type Dispatcher struct {
 
 	// What the last ticks read, and what changed since (see workerState).
 	cache    map[string]*workerState
-	dirty    map[string]bool
+	dirty    map[string]bool // its partition changed
+	respec   map[string]bool // its spec changed: read it whole again
 	allDirty bool
 	watching bool
 	wasHeld  bool
@@ -82,7 +83,7 @@ type Dispatcher struct {
 func New(o Options) *Dispatcher {
 	d := &Dispatcher{o: o, h: o.Home, clock: o.Clock, log: o.Log, getenv: o.Getenv,
 		bad: map[string]string{}, busy: map[string]bool{}, kick: make(chan struct{}, 1),
-		cache: map[string]*workerState{}, dirty: map[string]bool{}}
+		cache: map[string]*workerState{}, dirty: map[string]bool{}, respec: map[string]bool{}}
 	if d.clock == nil {
 		d.clock = tms.SystemClock{}
 	}
@@ -102,15 +103,29 @@ func New(o Options) *Dispatcher {
 }
 
 // changed marks what a change notification for path touches: one worker
-// (its data folder or its spec), or everything.
+// (its data folder or its spec), or everything. In a worker's tasks/
+// folder only tasks.json counts: every change that alters the partition
+// ends by renaming it into place, journal line written first, so that is
+// when a look finds the change whole. The journal's appends, the
+// temporary files a change writes (several events each), the history
+// index and the locks are no change to look at: a worker filing as fast
+// as it can must cost the dispatcher one look per change, not one per
+// event (a change torn by a crash, its line journaled and tasks.json not
+// yet replaced, is rolled forward by the next look under the lock: the
+// worker's next change, or the full pass within a minute).
 func (d *Dispatcher) changed(path string) {
 	if rel, err := filepath.Rel(d.h.DataWorkers(), path); err == nil && !strings.HasPrefix(rel, "..") && rel != "." {
-		d.dirty[strings.SplitN(rel, string(filepath.Separator), 2)[0]] = true
+		parts := strings.Split(rel, string(filepath.Separator))
+		if len(parts) == 3 && parts[1] == "tasks" && parts[2] != "tasks.json" {
+			return
+		}
+		d.dirty[parts[0]] = true
 		return
 	}
 	if rel, err := filepath.Rel(d.h.WorkersDir(), path); err == nil && !strings.HasPrefix(rel, "..") && rel != "." {
 		if w, ok := strings.CutSuffix(rel, ".toml"); ok && !strings.Contains(w, "/") {
 			d.dirty[w] = true
+			d.respec[w] = true
 			d.wsync = true
 			return
 		}

@@ -49,6 +49,42 @@ type workerState struct {
 	// why it is held for want of a model credential (credhold.go): while
 	// it is, it is read again at every tick
 	credHold string
+	// The tasks the look found claimed, and where in the journal it
+	// stood (unknown if it was skipped as busy): what settles, for a
+	// worker that cannot claim, whether a change needs another look.
+	claimed []string
+	at      tms.Cursor
+}
+
+// canClaim tells whether the dispatcher could claim for the worker as it
+// was last read: it claims for it and a box more is within its
+// concurrency.
+func (ws *workerState) canClaim() bool {
+	return ws.claims && ws.live < max(ws.spec.Concurrency, 1)
+}
+
+// unchanged tells whether a change to ws's partition left everything the
+// dispatcher needs of it as last read, so that it need not be read again.
+// That holds for a worker it cannot claim for (paused, not served, or at
+// its concurrency) when the journal's lines since the last look claim,
+// end and requeue nothing and touch no template: then only the count of
+// its claims matters (against the cap), and it is the same. Those lines
+// are all that is read (tms.Partition.ClaimsChanged), never tasks.json:
+// a worker filing large tasks from its box as fast as the host answers
+// costs the dispatcher what it writes, not its whole partition at every
+// filing, so it does not hold up another worker's claims (Containment).
+// A worker that could claim is always read again: the change may be
+// work for it.
+func (d *Dispatcher) unchanged(ws *workerState) bool {
+	if ws.canClaim() {
+		return false
+	}
+	at, changed := ws.p.ClaimsChanged(ws.at, ws.claimed)
+	if changed {
+		return false
+	}
+	ws.at = at
+	return true
 }
 
 // FullEvery bounds how long a cached read of a worker is trusted.
@@ -63,6 +99,7 @@ func (d *Dispatcher) needFull(held string) bool {
 	if full {
 		d.allDirty, d.lastFull, d.lastDay = false, time.Now(), day
 		clear(d.dirty)
+		clear(d.respec)
 	}
 	return full
 }
@@ -84,8 +121,8 @@ func (d *Dispatcher) evaluate(ctx context.Context, org *config.Org, w string, se
 	}
 	ws := &workerState{name: w, p: p, spec: spec}
 	if !served || spec.Paused {
-		if n, err := p.LiveClaims(ctx); err == nil {
-			ws.live = n
+		if ids, at, err := p.Claims(ctx); err == nil {
+			ws.live, ws.claimed, ws.at = len(ids), ids, at
 		} else if prev := d.cache[w]; prev != nil {
 			ws.live = prev.live // busy: its claims still count against the cap
 		}
@@ -126,6 +163,12 @@ func (d *Dispatcher) evaluate(ctx context.Context, org *config.Org, w string, se
 	}
 	d.clearBad(w)
 	ws.claims, ws.due, ws.live, ws.next = true, due.Claimable, due.LiveClaims, due.Next
+	ws.at = due.At
+	for i := range due.Entries {
+		if due.Entries[i].State == tms.Claimed {
+			ws.claimed = append(ws.claimed, due.Entries[i].ID)
+		}
+	}
 	ws.credHold = due.CredentialHold
 	if due.SpecHold != "" {
 		ws.credHold = due.SpecHold // held the same way: logged once each way, read every tick
@@ -162,7 +205,8 @@ func (d *Dispatcher) Tick(ctx context.Context) *TickReport {
 	for _, w := range all {
 		seen[w] = true
 		ws := d.cache[w]
-		if full || ws == nil || d.dirty[w] || ws.credHold != "" || (!ws.next.IsZero() && !d.clock.Now().Before(ws.next)) {
+		if full || ws == nil || d.respec[w] || ws.credHold != "" || (!ws.next.IsZero() && !d.clock.Now().Before(ws.next)) ||
+			(d.dirty[w] && !d.unchanged(ws)) {
 			var ok bool
 			if ws, ok = d.evaluate(ctx, org, w, served[w]); !ok {
 				if ctx.Err() != nil {
@@ -174,6 +218,7 @@ func (d *Dispatcher) Tick(ctx context.Context) *TickReport {
 			d.cache[w] = ws
 		}
 		delete(d.dirty, w)
+		delete(d.respec, w)
 		total += ws.live
 		if !ws.next.IsZero() && (rep.Next.IsZero() || ws.next.Before(rep.Next)) {
 			rep.Next = ws.next

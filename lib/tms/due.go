@@ -118,6 +118,8 @@ type DueReport struct {
 	// (StoreHold: over store.max at the last take), "" when it is not;
 	// Holds has it.
 	StoreHold string
+	// At is where in the journal this look stood, for ClaimsChanged.
+	At Cursor
 }
 
 // Due lists the partition's live tasks with their eligibility, the
@@ -125,12 +127,12 @@ type DueReport struct {
 // credential for its model providers, low disk) make everything held; an exhausted budget makes proactive work late. It does
 // not fire templates: call FireTemplates first.
 func (p *Partition) Due(ctx context.Context) (*DueReport, error) {
-	f, err := p.ReadNoLock(ctx)
+	f, at, err := p.readNoLockAt(ctx)
 	if err != nil {
 		return nil, err
 	}
 	now := p.clock.Now()
-	r := &DueReport{Worker: p.Name, Version: f.Version}
+	r := &DueReport{Worker: p.Name, Version: f.Version, At: at}
 	if p.Spec != nil && p.Spec.Paused {
 		r.Holds = append(r.Holds, "worker paused") // dispatch claims nothing for it
 	}

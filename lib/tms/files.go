@@ -306,11 +306,32 @@ func readJournal(path string, since int64) ([]Line, error) {
 // long line costs its length, never its square (issue 17: a 41.6 MB line
 // held every later action's lock for 20 s).
 func tailOf(f *os.File) (seq, ver int64, err error) {
+	seq, ver, _, err = tailAt(f)
+	return seq, ver, err
+}
+
+// tailAt is tailOf that also says where the journal it read ends: its
+// size when that is the end of a line (or 0 for an empty journal), else -1
+// (a torn tail, or a line being appended).
+func tailAt(f *os.File) (seq, ver, size int64, err error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, -1, err
 	}
-	for end := fi.Size(); end > 0; {
+	size = fi.Size()
+	if size > 0 {
+		var last [1]byte
+		if _, err := f.ReadAt(last[:], size-1); err != nil || last[0] != '\n' {
+			size = -1
+		}
+	}
+	seq, ver, err = tailBefore(f, fi.Size())
+	return seq, ver, size, err
+}
+
+// tailBefore is tailOf for the journal's first size bytes.
+func tailBefore(f *os.File, size int64) (seq, ver int64, err error) {
+	for end := size; end > 0; {
 		lineEnd := end
 		var last [1]byte
 		if _, err := f.ReadAt(last[:], end-1); err != nil && err != io.EOF {

@@ -112,6 +112,7 @@ type txn struct {
 	changed bool
 	raw     *rawFile // tasks.json's tasks still encoded; t.f then has no Tasks
 	hist    *history // the history index, read before the lock (withHistory); nil if not
+	at      Cursor   // the journal's end as begin found it (after repairing its tail)
 }
 
 // refused is exit 14 naming path; a partition's tasks.json or journal
@@ -192,10 +193,12 @@ func (p *Partition) beginRaw(ctx context.Context, raw bool) (*txn, error) {
 	if _, err := fsx.RepairTail(j); err != nil {
 		return nil, err
 	}
-	t.seq, t.ver, err = tailOf(j)
+	var size int64
+	t.seq, t.ver, size, err = tailAt(j)
 	if err != nil {
 		return nil, err
 	}
+	t.at = cursorAt(t.seq, size)
 	switch {
 	case t.ver < f.Version:
 		return nil, refused(p.W.TasksFile(), "version %d is ahead of the journal's last version %d", f.Version, t.ver)

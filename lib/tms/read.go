@@ -214,12 +214,14 @@ func sortedKeys(m map[string]string) []string {
 // unreadable): the caller then reads under the lock, which rolls forward,
 // repairs or refuses as ever. seq and ver are the journal's.
 func (p *Partition) snapshot() (f *File, seq, ver int64, ok bool) {
-	return p.snapshotOf(false)
+	f, seq, ver, _, ok = p.snapshotOf(false)
+	return f, seq, ver, ok
 }
 
 // snapshotOf is snapshot; with templatesOnly, f's Tasks may be left out
-// (a sealed or well-formed file is not decoded task by task).
-func (p *Partition) snapshotOf(templatesOnly bool) (f *File, seq, ver int64, ok bool) {
+// (a sealed or well-formed file is not decoded task by task). at is where
+// in the journal the snapshot stands (ClaimsChanged).
+func (p *Partition) snapshotOf(templatesOnly bool) (f *File, seq, ver int64, at Cursor, ok bool) {
 	var err error
 	if templatesOnly {
 		_, f, err = readRaw(p.W.TasksFile())
@@ -227,27 +229,40 @@ func (p *Partition) snapshotOf(templatesOnly bool) (f *File, seq, ver int64, ok 
 		f, err = readFile(p.W.TasksFile())
 	}
 	if err != nil {
-		return nil, 0, 0, false
+		return nil, 0, 0, Cursor{}, false
 	}
+	size := int64(0)
 	j, err := os.Open(p.W.Journal())
 	if err == nil {
-		seq, ver, err = tailOf(j)
+		seq, ver, size, err = tailAt(j)
 		j.Close()
 	} else if errors.Is(err, fs.ErrNotExist) {
 		err = nil
 	}
 	if err != nil || ver != f.Version {
-		return nil, 0, 0, false
+		return nil, 0, 0, Cursor{}, false
 	}
-	return f, seq, ver, true
+	return f, seq, ver, cursorAt(seq, size), true
 }
 
 // ReadNoLock is Read for a reader that changes nothing and must not wait
 // on a busy partition (the dispatcher's look at each worker, Due): the
 // snapshot when it is current, else Read.
 func (p *Partition) ReadNoLock(ctx context.Context) (*File, error) {
-	if f, _, _, ok := p.snapshot(); ok {
-		return f, nil
+	f, _, err := p.readNoLockAt(ctx)
+	return f, err
+}
+
+// readNoLockAt is ReadNoLock that also says where in the journal the file
+// read stands.
+func (p *Partition) readNoLockAt(ctx context.Context) (*File, Cursor, error) {
+	if f, _, _, at, ok := p.snapshotOf(false); ok {
+		return f, at, nil
 	}
-	return p.Read(ctx)
+	t, err := p.begin(ctx)
+	if err != nil {
+		return nil, Cursor{}, err
+	}
+	t.end()
+	return t.f, t.at, nil
 }

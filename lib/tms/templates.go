@@ -174,7 +174,7 @@ func (p *Partition) FireTemplates(ctx context.Context) (*FireReport, error) {
 	// claims). Anything to write is done again under the lock. Whether
 	// there is anything depends on the templates alone (a template whose
 	// cursor moves always journals a line), so the tasks are not decoded.
-	if f, seq, ver, ok := p.snapshotOf(true); ok {
+	if f, seq, ver, _, ok := p.snapshotOf(true); ok {
 		dry := &txn{p: p, f: f, seq: seq, ver: ver, now: p.clock.Now().UTC()}
 		rep := &FireReport{}
 		err := dry.syncHeartbeat()
