@@ -46,13 +46,43 @@ const MaxGateText = 4096
 // error of the matching kind (exit 13 for a stale or refused set, 2 for
 // bad input, 12 for an unknown dependency...), for the in-box command's
 // exit status. Other errors mean the partition could not be written.
+//
+// A file action changes only what Add changes, and is made as Add makes
+// it: the tasks it does not touch kept as their bytes (sealed.go), so a
+// box filing task after task costs the host a copy of tasks.json each,
+// not a decode and an encode of every task in it; a dependency that is
+// not live is found in the history index, read before the lock.
 func (p *Partition) ApplyAction(ctx context.Context, run, served string, a Action) (ActionResult, error) {
-	t, err := p.begin(ctx)
+	var res ActionResult
+	var aerr error
+	err := p.withHistory(func(h *history) error {
+		var err error
+		res, aerr, err = p.applyAction(ctx, run, served, a, h)
+		return err
+	})
 	if err != nil {
-		return ActionResult{}, err
+		return res, err
+	}
+	return res, aerr
+}
+
+// applyAction is ApplyAction's change, under the lock; h is the history,
+// or nil until a dependency needs it (then errNeedHistory, nothing
+// written). err is a failure to change the partition, aerr the action's
+// refusal, journaled.
+func (p *Partition) applyAction(ctx context.Context, run, served string, a Action, h *history) (res ActionResult, aerr, err error) {
+	t, err := p.beginRaw(ctx, a.Kind == outbox.KindFile)
+	if err != nil {
+		return ActionResult{}, nil, err
 	}
 	defer t.end()
+	if err := t.useHistory(h); err != nil {
+		return ActionResult{}, nil, err
+	}
 	res, change, aerr := t.planAction(run, served, a)
+	if errors.Is(aerr, errNeedHistory) {
+		return res, nil, aerr
+	}
 	log := &ActionLog{N: a.N, Kind: a.Kind, Outcome: "ok"}
 	if aerr != nil {
 		res.Outcome = "refused: " + aerr.Error()
@@ -66,19 +96,16 @@ func (p *Partition) ApplyAction(ctx context.Context, run, served string, a Actio
 		res.Outcome = "ok"
 	}
 	if _, err := t.emit(Line{Event: EvAction, Task: served, Run: run, By: ByWorker, Action: log, Reason: actionReason(a)}, false); err != nil {
-		return res, err
+		return res, nil, err
 	}
 	for _, l := range change {
 		l2, err := t.emit(l, true)
 		if err != nil {
-			return res, err
+			return res, nil, err
 		}
 		res.Version = l2.Version
 	}
-	if err := t.commit(); err != nil {
-		return res, err
-	}
-	return res, aerr
+	return res, aerr, t.commit()
 }
 
 func actionReason(a Action) string {
@@ -102,9 +129,9 @@ func (t *txn) planAction(run, served string, a Action) (ActionResult, []Line, er
 	if !home.IsRunID(run) {
 		return res, nil, usage("run id %q: not of the form YYYY-MM-DD-HH-MM-SS-xxxx", run)
 	}
-	var task *Task
+	var task *Task // a copy for a file action (its tasks kept encoded): only read
 	if served != "" {
-		if task = t.f.Task(served); task != nil && (task.State != Claimed || task.Claim == nil || task.Claim.Run != run) {
+		if task = t.liveTask(served); task != nil && (task.State != Claimed || task.Claim == nil || task.Claim.Run != run) {
 			task = nil
 		}
 	}
@@ -138,7 +165,7 @@ func (t *txn) planAction(run, served string, a Action) (ActionResult, []Line, er
 			return res, nil, err
 		}
 		nt.ID = t.newTaskID()
-		t.f.Tasks = append(t.f.Tasks, nt)
+		t.addTask(nt)
 		res.Task = nt.ID
 		return res, []Line{{Event: EvFiled, Task: nt.ID, Run: run, By: ByWorker, Records: []Record{taskRec(nt, false)}}}, nil
 	case outbox.KindSet:

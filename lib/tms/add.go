@@ -142,11 +142,7 @@ func (p *Partition) add(ctx context.Context, nt NewTask, ceiling string, h *hist
 		return Task{}, err
 	}
 	task.ID = t.newTaskID()
-	if t.raw != nil {
-		t.raw.added = append(t.raw.added, task)
-	} else {
-		t.f.Tasks = append(t.f.Tasks, task)
-	}
+	t.addTask(task)
 	if _, err := t.emit(Line{Event: EvFiled, Task: task.ID, By: nt.By, Records: []Record{taskRec(task, false)}}, true); err != nil {
 		return Task{}, err
 	}
@@ -270,6 +266,25 @@ func textBytes(tasks []Task) int64 {
 		b += int64(len(tasks[i].Text))
 	}
 	return b
+}
+
+// addTask appends task to tasks.json's tasks.
+func (t *txn) addTask(task Task) {
+	if t.raw != nil {
+		t.raw.added = append(t.raw.added, task)
+	} else {
+		t.f.Tasks = append(t.f.Tasks, task)
+	}
+}
+
+// liveTask is task id of tasks.json as this change leaves it, nil if it
+// holds none. With the tasks kept encoded it is a decoded copy: a change
+// that alters the task must begin decoded.
+func (t *txn) liveTask(id string) *Task {
+	if t.raw != nil {
+		return t.raw.task(id)
+	}
+	return t.f.Task(id)
 }
 
 // hasTask tells whether tasks.json (as this change leaves it) holds id.

@@ -598,6 +598,31 @@ func (r *rawFile) has(id string) bool {
 	return false
 }
 
+// task decodes task id (nil if the tasks do not hold it): a copy, which a
+// change keeping the tasks encoded may read but not alter. Its line is
+// found as has finds it, and decoded alone.
+func (r *rawFile) task(id string) *Task {
+	for i := range r.added {
+		if r.added[i].ID == id {
+			t := cloneTask(r.added[i])
+			return &t
+		}
+	}
+	i := bytes.Index(r.block, append(appendStr([]byte("\n{\"id\":"), id), ','))
+	if i < 0 {
+		return nil
+	}
+	line := r.block[i+1:]
+	if j := bytes.IndexByte(line, '\n'); j >= 0 {
+		line = line[:j]
+	}
+	var t Task
+	if d := (&fdec{b: line}); !d.task(&t) || t.ID != id {
+		return nil // checked when read: cannot be
+	}
+	return &t
+}
+
 // ids lists the tasks' ids, block's first.
 func (r *rawFile) ids() []string {
 	out := make([]string, 0, r.n+len(r.added))
