@@ -1,22 +1,37 @@
 #!/usr/bin/env bash
 # bench/contain.sh — one worker's flood of actions against another's claims
-# (Containment, issue 17): the quiet worker's filing -> claimed latency with
-# the dispatcher otherwise idle, side by side with the same while a second
-# worker's box files 60 kB tasks as fast as the host answers (each filing
-# takes that worker's partition lock; its filed tasks keep the flood going).
-# The design's target: the flooded case within 2x of the quiet one.
+# (Containment, issue 17): the quiet worker's filing -> claimed latency
+# while a second worker's box files 60 kB tasks as fast as the host
+# answers (each filing takes that worker's partition lock and rewrites its
+# tasks.json), against the same with that box frozen. The two sides are
+# paired: one box floods for the whole bench, frozen (cgroup freezer) for
+# each quiet sample and thawed for each flooded one, in ABBA order, so
+# both see the same machine load, the same partitions and the same page
+# cache; only the flood differs. The design's target: the flooded median
+# within 2x of the quiet one.
 # Run by `make bench` with the suite built in ./bin; needs root (boxes).
+# N pairs (default 20), within BUDGET seconds (default 90) of sampling.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-$PWD/bin}
 export PATH=$BIN:$PATH ROSTER_EXEC_PATH=$BIN
-N=${N:-15}
+N=${N:-20}
+BUDGET=${BUDGET:-90}
 [ "$(id -u)" = 0 ] || { echo "contain bench: needs root (real boxes); skipped"; exit 0; }
 
 work=$(mktemp -d /tmp/roster-bench-contain.XXXXXX)
 export ROSTER_HOME=$work/h
 dpid=
+cg=
+thaw() {
+	[ -n "$cg" ] || return 0
+	case $cg in
+	*/freezer/*) echo THAWED >"$cg/freezer.state" 2>/dev/null || true ;;
+	*) echo 0 >"$cg/cgroup.freeze" 2>/dev/null || true ;;
+	esac
+}
 cleanup() {
+	thaw
 	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null || true
 	for r in $(roster-box ps --json 2>/dev/null | sed -n 's/.*"run":"\([^"]*\)".*/\1/p'); do roster-box kill "$r" >/dev/null 2>&1 || true; done
 	rm -rf "$work"
@@ -26,36 +41,104 @@ trap cleanup EXIT
 median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
 roster-task init >/dev/null 2>&1
-printf '[ceilings]\nfiled = "20s"\n[dispatch]\ncap = 3\n' >"$ROSTER_HOME/org.toml"
+# One flood run for the whole bench: its ceiling outlasts it.
+printf '[ceilings]\nfiled = "10m"\n[dispatch]\ncap = 3\n' >"$ROSTER_HOME/org.toml"
 roster-task worker add quiet --heartbeat off --command /bin/true >/dev/null
 roster-task worker add flood --heartbeat off --command /bin/sh --command=-c \
 	--command 't=$(head -c 60000 /dev/zero | tr "\0" y); while roster-task file "$t" >/dev/null; do :; done' >/dev/null
 roster-dispatch --poll 2s 2>"$work/dispatch.log" &
 dpid=$!
+qj=$ROSTER_HOME/data/workers/quiet/tasks/journal.jsonl
+fj=$ROSTER_HOME/data/workers/flood/tasks/journal.jsonl
+ft=$ROSTER_HOME/data/workers/flood/tasks/tasks.json
 sleep 1
 
-# claims: N samples of quiet's add -> claimed (the journal's claimed time)
-claims() {
-	local j=$ROSTER_HOME/data/workers/quiet/tasks/journal.jsonl
-	for i in $(seq "$N"); do
-		local t0; t0=$(date +%s%N)
-		local id; id=$(roster-task add quiet "sample $i")
-		while ! grep -q "\"event\":\"claimed\",\"task\":\"$id\"" "$j" 2>/dev/null; do sleep 0.005; done
-		local at; at=$(grep "\"event\":\"claimed\",\"task\":\"$id\"" "$j" | sed 's/.*"at":"\([^"]*\)".*/\1/')
-		echo $(( ($(date -d "$at" +%s%N) - t0) / 1000000 ))
-		while [ -n "$(roster-task ls quiet --json 2>/dev/null)" ]; do sleep 0.02; done
-	done
+# flood_cgroup finds the flood box's cgroup that can be frozen: cgroup v1's
+# freezer, else v2's (cgroup.freeze).
+flood_cgroup() {
+	local c
+	c=$(roster-box ps --json 2>/dev/null | grep '"worker":"flood"' | sed -n 's/.*"container":"\([^"]*\)".*/\1/p' | head -1)
+	[ -n "$c" ] || return 1
+	local d
+	d=$(find /sys/fs/cgroup/freezer -type d -name "$c" 2>/dev/null | head -1)
+	if [ -z "$d" ]; then
+		d=$(find /sys/fs/cgroup -maxdepth 8 -type d -name "$c" 2>/dev/null | while read -r x; do [ -e "$x/cgroup.freeze" ] && echo "$x"; done | head -1)
+	fi
+	[ -n "$d" ] && echo "$d"
 }
 
-echo "== quiet worker: filing -> claimed (N=$N)"
-quiet=$(claims | median)
+# freeze waits until the box is frozen, its last filing answered (flood's
+# journal still for 200 ms) and the dispatcher done with it (no CPU time
+# used for 100 ms): a quiet sample must not pay for the flood's backlog.
+freeze() {
+	case $cg in
+	*/freezer/*)
+		echo FROZEN >"$cg/freezer.state"
+		while [ "$(cat "$cg/freezer.state")" != FROZEN ]; do sleep 0.01; done
+		;;
+	*)
+		echo 1 >"$cg/cgroup.freeze"
+		while ! grep -q '^frozen 1' "$cg/cgroup.events"; do sleep 0.01; done
+		;;
+	esac
+	local a b
+	a=$(stat -c %s "$fj")
+	while sleep 0.2; b=$(stat -c %s "$fj"); [ "$a" != "$b" ]; do a=$b; done
+	a=$(cputime "$dpid")
+	while sleep 0.1; b=$(cputime "$dpid"); [ "$a" != "$b" ]; do a=$b; done
+}
+
+# cputime is a process's user and system time, in clock ticks.
+cputime() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# sample: one filing of quiet's -> its claim (the journal's claimed time),
+# in ms; then waits for its box to be gone, so no sample pays for the last.
+sample() {
+	local t0 id at
+	t0=$(date +%s%N)
+	id=$(roster-task add quiet "sample")
+	while ! grep -q "\"event\":\"claimed\",\"task\":\"$id\"" "$qj" 2>/dev/null; do sleep 0.005; done
+	at=$(grep "\"event\":\"claimed\",\"task\":\"$id\"" "$qj" | sed 's/.*"at":"\([^"]*\)".*/\1/')
+	echo $((($(date -d "$at" +%s%N) - t0) / 1000000))
+	while [ -n "$(roster-task ls quiet --json 2>/dev/null)" ] || roster-box ps --json 2>/dev/null | grep -q '"worker":"quiet"'; do sleep 0.02; done
+}
+
 roster-task add flood "flood" >/dev/null
-sleep 3
-fj=$ROSTER_HOME/data/workers/flood/tasks/journal.jsonl
-before=$(wc -l <"$fj")
-echo "== the same while worker flood files 60 kB tasks from its box"
-flooded=$(claims | median)
-lines=$(( $(wc -l <"$fj") - before ))
-printf '%-40s %8s ms\n' "quiet (dispatcher otherwise idle)" "$quiet" "while flood floods its partition" "$flooded"
-echo "flood's journal grew by $lines lines during the flooded samples; longest line $(awk '{ if (length($0) > m) m = length($0) } END { print m }' "$fj") bytes"
-awk -v a="$quiet" -v b="$flooded" 'BEGIN { if (a > 0) printf "ratio flooded/quiet: %.1fx (target: <= 2x)\n", b/a }'
+for _ in $(seq 100); do
+	cg=$(flood_cgroup) && [ -s "$ft" ] && break
+	sleep 0.1
+done
+[ -n "$cg" ] || { echo "contain bench: the flood box did not start" >&2; exit 1; }
+sleep 2 # let the flood get going
+echo "load at start: $(cat /proc/loadavg); flood's tasks.json $(($(stat -c %s "$ft") >> 10)) KiB"
+
+quiet=() flooded=() ratios=() lines=0
+end=$(($(date +%s) + BUDGET))
+for i in $(seq "$N"); do
+	[ "$(date +%s)" -lt "$end" ] || break
+	for half in a b; do
+		# ABBA: the first pair quiet then flooded, the next the other way.
+		if { [ $((i % 2)) = 1 ] && [ $half = a ]; } || { [ $((i % 2)) = 0 ] && [ $half = b ]; }; then
+			freeze
+			q=$(sample)
+			thaw
+			sleep 0.3 # the flood back in full swing
+		else
+			l0=$(wc -l <"$fj")
+			f=$(sample)
+			lines=$((lines + $(wc -l <"$fj") - l0))
+		fi
+	done
+	quiet+=("$q") flooded+=("$f")
+	ratios+=("$(awk -v a="$q" -v b="$f" 'BEGIN { printf "%.2f", (a > 0 ? b / a : 0) }')")
+done
+n=${#quiet[@]}
+mq=$(printf '%s\n' "${quiet[@]}" | median)
+mf=$(printf '%s\n' "${flooded[@]}" | median)
+mr=$(printf '%s\n' "${ratios[@]}" | median)
+echo "load at end:   $(cat /proc/loadavg); flood's tasks.json $(($(stat -c %s "$ft") >> 10)) KiB"
+echo "quiet:   ${quiet[*]}"
+echo "flooded: ${flooded[*]}"
+printf '%-44s %8s ms\n' "quiet (flood's box frozen), median of $n" "$mq" "while flood floods its partition, median" "$mf"
+echo "flood's journal grew by $lines lines during the flooded samples (2 a filing); longest line $(awk '{ if (length($0) > m) m = length($0) } END { print m }' "$fj") bytes"
+awk -v a="$mq" -v b="$mf" -v r="$mr" 'BEGIN { if (a > 0) printf "ratio flooded/quiet: %.2fx of the medians, %.2fx the median pair (target: <= 2x)\n", b/a, r }'
