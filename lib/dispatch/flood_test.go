@@ -2,9 +2,11 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/roster-sh/roster/lib/outbox"
 	"github.com/roster-sh/roster/lib/tms"
@@ -45,13 +47,15 @@ func TestOnlyTasksJSONMarksAPartitionChanged(t *testing.T) {
 
 // TestFloodOfFilingsAtConcurrencyIsNotReadAgain: a worker whose box files
 // task after task while it is at its concurrency is not read again for
-// them (its tasks.json, made unreadable here, is not even opened: nothing
-// is logged about it), and another worker's task is claimed meanwhile.
+// them, nor when the times they were filed for come (its tasks.json, made
+// unreadable here, is not even opened: nothing is logged about it), and
+// another worker's task is claimed meanwhile.
 // The moment something it could claim for changes, it is read again: its
 // spec raising its concurrency, its claim ending.
 func TestFloodOfFilingsAtConcurrencyIsNotReadAgain(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t, "[dispatch]\ncap = 5\n")
+	f := newFixture(t, "[dispatch]\ncap = 5\nzone = \"UTC\"\n")
+	f.clock.t = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC) // no day turns below
 	f.worker("flood", "")
 	f.worker("quiet", "")
 	first := f.add("flood", 1)[0]
@@ -76,7 +80,17 @@ func TestFloodOfFilingsAtConcurrencyIsNotReadAgain(t *testing.T) {
 		if _, err := p.ApplyAction(ctx, run, first, tms.Action{N: i, Kind: outbox.KindFile, Text: "more work"}); err != nil {
 			t.Fatal(err)
 		}
+		// and one for each of the next seconds: their times coming do
+		// not have it read either
+		at := fmt.Sprintf("+%ds", i)
+		if _, err := p.ApplyAction(ctx, run, first, tms.Action{N: 10 + i, Kind: outbox.KindFile, Text: "later " + at, At: at}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	d.changed(w.TasksFile())
+	d.Tick(ctx)
+	d.lastFull = time.Time{} // a full pass reads it whole, and sees the tasks' times
+	d.Tick(ctx)
 	good, err := os.ReadFile(w.TasksFile())
 	if err != nil {
 		t.Fatal(err)
@@ -85,9 +99,13 @@ func TestFloodOfFilingsAtConcurrencyIsNotReadAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.changed(w.TasksFile())
+	d.Tick(ctx)
 	f.add("quiet", 1)
 	d.changed(f.h.Worker("quiet").TasksFile())
-	d.Tick(ctx)
+	for i := 0; i < 4; i++ {
+		f.clock.add(time.Second)
+		d.Tick(ctx)
+	}
 	if f.claimed("quiet") != 1 {
 		t.Fatalf("quiet's task not claimed while flood filed:\n%s", f.log)
 	}

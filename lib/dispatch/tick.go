@@ -163,6 +163,13 @@ func (d *Dispatcher) evaluate(ctx context.Context, org *config.Org, w string, se
 	}
 	d.clearBad(w)
 	ws.claims, ws.due, ws.live, ws.next = true, due.Claimable, due.LiveClaims, due.Next
+	if !ws.canClaim() {
+		// At its concurrency a scheduled_at coming is nothing to claim
+		// (the claim that ends first has it read again); only a
+		// template's activation must be fired on time. So tasks filed
+		// each for its own second cannot have it read at every one.
+		ws.next = due.NextActivation
+	}
 	ws.at = due.At
 	for i := range due.Entries {
 		if due.Entries[i].State == tms.Claimed {

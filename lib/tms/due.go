@@ -106,6 +106,9 @@ type DueReport struct {
 	Budget     Budget
 	LiveClaims int
 	Next       time.Time // the earliest future scheduled_at or template activation; zero if none
+	// NextActivation is the earliest future template activation alone
+	// (zero if none).
+	NextActivation time.Time
 	// CredentialHold is why the worker is held for want of a model
 	// credential (ProviderHold), "" when it is not; Holds has its short
 	// form.
@@ -203,8 +206,11 @@ func (p *Partition) classify(r *DueReport, f *File, now time.Time) *DueReport {
 		}
 		r.Entries = append(r.Entries, Entry{Task: *t, Eligibility: e})
 	}
-	if n := p.nextActivation(f, now); !n.IsZero() && (r.Next.IsZero() || n.Before(r.Next)) {
-		r.Next = n
+	if n := p.nextActivation(f, now); !n.IsZero() {
+		r.NextActivation = n
+		if r.Next.IsZero() || n.Before(r.Next) {
+			r.Next = n
+		}
 	}
 	return r
 }
