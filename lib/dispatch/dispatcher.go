@@ -112,26 +112,28 @@ func New(o Options) *Dispatcher {
 // as it can must cost the dispatcher one look per change, not one per
 // event (a change torn by a crash, its line journaled and tasks.json not
 // yet replaced, is rolled forward by the next look under the lock: the
-// worker's next change, or the full pass within a minute).
-func (d *Dispatcher) changed(path string) {
+// worker's next change, or the full pass within a minute). It reports
+// whether it marked anything: an event that did not is no reason to wake.
+func (d *Dispatcher) changed(path string) bool {
 	if rel, err := filepath.Rel(d.h.DataWorkers(), path); err == nil && !strings.HasPrefix(rel, "..") && rel != "." {
 		parts := strings.Split(rel, string(filepath.Separator))
 		if len(parts) == 3 && parts[1] == "tasks" && parts[2] != "tasks.json" {
-			return
+			return false
 		}
 		d.dirty[parts[0]] = true
-		return
+		return true
 	}
 	if rel, err := filepath.Rel(d.h.WorkersDir(), path); err == nil && !strings.HasPrefix(rel, "..") && rel != "." {
 		if w, ok := strings.CutSuffix(rel, ".toml"); ok && !strings.Contains(w, "/") {
 			d.dirty[w] = true
 			d.respec[w] = true
 			d.wsync = true
-			return
+			return true
 		}
 	}
 	d.allDirty = true
 	d.wsync = true
+	return true
 }
 
 func (d *Dispatcher) wake() {

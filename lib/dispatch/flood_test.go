@@ -16,7 +16,8 @@ import (
 // tasks/ folder, only tasks.json's (its rename into place ends every
 // change) makes the worker be looked at again; the temporary files a
 // change writes, the journal's appends, the history index and the locks
-// do not. Its spec's change makes it read whole again.
+// do not, and do not even wake the loop. Its spec's change makes it read
+// whole again.
 func TestOnlyTasksJSONMarksAPartitionChanged(t *testing.T) {
 	f := newFixture(t, "")
 	f.worker("dobby", "")
@@ -27,20 +28,17 @@ func TestOnlyTasksJSONMarksAPartitionChanged(t *testing.T) {
 		w.Journal(), w.TasksIndex(), w.TasksLock(), w.TasksIndexLock(),
 		filepath.Join(w.Tasks(), ".index.jsonl123"),
 	} {
-		d.changed(p)
-		if len(d.dirty) != 0 || d.allDirty {
-			t.Fatalf("an event for %s marked %v (all: %v)", p, d.dirty, d.allDirty)
+		if d.changed(p) || len(d.dirty) != 0 || d.allDirty {
+			t.Fatalf("an event for %s woke the loop or marked %v (all: %v)", p, d.dirty, d.allDirty)
 		}
 	}
 	for _, p := range []string{w.TasksFile(), w.Tasks(), w.Dir} {
-		d.changed(p)
-		if !d.dirty["dobby"] || d.respec["dobby"] || d.allDirty {
+		if !d.changed(p) || !d.dirty["dobby"] || d.respec["dobby"] || d.allDirty {
 			t.Fatalf("an event for %s marked %v, respec %v (all: %v)", p, d.dirty, d.respec, d.allDirty)
 		}
 		clear(d.dirty)
 	}
-	d.changed(f.h.SpecFile("dobby"))
-	if !d.dirty["dobby"] || !d.respec["dobby"] {
+	if !d.changed(f.h.SpecFile("dobby")) || !d.dirty["dobby"] || !d.respec["dobby"] {
 		t.Fatalf("a spec's change marked %v, respec %v", d.dirty, d.respec)
 	}
 }

@@ -76,12 +76,18 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			sleep = max(s, 0)
 		}
 		t := time.NewTimer(sleep)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		case <-d.kick:
-		case ev := <-events:
-			d.changed(ev.Name)
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			case <-d.kick:
+			case ev := <-events:
+				if !d.changed(ev.Name) {
+					continue // nothing to look at: sleep on
+				}
+			}
+			break wait
 		}
 		t.Stop()
 		d.drain(events)
