@@ -91,15 +91,20 @@ freeze() {
 # cputime is a process's user and system time, in clock ticks.
 cputime() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
-# sample: one filing of quiet's -> its claim (the journal's claimed time),
-# in ms; then waits for its box to be gone, so no sample pays for the last.
+# sample: one filing of quiet's -> its claim, in ms, twice: from before
+# `roster-task add` starts to the journal's claimed time (what a person
+# sees), and from the journal's filed time to its claimed time (the
+# filing's write and the dispatcher's part, without the start of a
+# process on a loaded machine); then waits for its box to be gone, so no
+# sample pays for the last.
+at() { grep "\"event\":\"$1\",\"task\":\"$2\"" "$qj" | sed 's/.*"at":"\([^"]*\)".*/\1/'; }
 sample() {
-	local t0 id at
+	local t0 id c
 	t0=$(date +%s%N)
 	id=$(roster-task add quiet "sample")
 	while ! grep -q "\"event\":\"claimed\",\"task\":\"$id\"" "$qj" 2>/dev/null; do sleep 0.005; done
-	at=$(grep "\"event\":\"claimed\",\"task\":\"$id\"" "$qj" | sed 's/.*"at":"\([^"]*\)".*/\1/')
-	echo $((($(date -d "$at" +%s%N) - t0) / 1000000))
+	c=$(date -d "$(at claimed "$id")" +%s%N)
+	echo $(((c - t0) / 1000000)) $(((c - $(date -d "$(at filed "$id")" +%s%N)) / 100000))
 	while [ -n "$(roster-task ls quiet --json 2>/dev/null)" ] || roster-box ps --json 2>/dev/null | grep -q '"worker":"quiet"'; do sleep 0.02; done
 }
 
@@ -112,7 +117,7 @@ done
 sleep 2 # let the flood get going
 echo "load at start: $(cat /proc/loadavg); flood's tasks.json $(($(stat -c %s "$ft") >> 10)) KiB"
 
-quiet=() flooded=() ratios=() lines=0
+quiet=() flooded=() ratios=() jquiet=() jflooded=() jratios=() lines=0
 end=$(($(date +%s) + BUDGET))
 for i in $(seq "$N"); do
 	[ "$(date +%s)" -lt "$end" ] || break
@@ -120,25 +125,29 @@ for i in $(seq "$N"); do
 		# ABBA: the first pair quiet then flooded, the next the other way.
 		if { [ $((i % 2)) = 1 ] && [ $half = a ]; } || { [ $((i % 2)) = 0 ] && [ $half = b ]; }; then
 			freeze
-			q=$(sample)
+			read -r q jq < <(sample)
 			thaw
 			sleep 0.3 # the flood back in full swing
 		else
 			l0=$(wc -l <"$fj")
-			f=$(sample)
+			read -r f jf < <(sample)
 			lines=$((lines + $(wc -l <"$fj") - l0))
 		fi
 	done
-	quiet+=("$q") flooded+=("$f")
+	quiet+=("$q") flooded+=("$f") jquiet+=("$jq") jflooded+=("$jf")
 	ratios+=("$(awk -v a="$q" -v b="$f" 'BEGIN { printf "%.2f", (a > 0 ? b / a : 0) }')")
+	jratios+=("$(awk -v a="$jq" -v b="$jf" 'BEGIN { printf "%.2f", (a > 0 ? b / a : 0) }')")
 done
 n=${#quiet[@]}
-mq=$(printf '%s\n' "${quiet[@]}" | median)
-mf=$(printf '%s\n' "${flooded[@]}" | median)
-mr=$(printf '%s\n' "${ratios[@]}" | median)
+med() { printf '%s\n' "$@" | median; }
 echo "load at end:   $(cat /proc/loadavg); flood's tasks.json $(($(stat -c %s "$ft") >> 10)) KiB"
 echo "quiet:   ${quiet[*]}"
 echo "flooded: ${flooded[*]}"
-printf '%-44s %8s ms\n' "quiet (flood's box frozen), median of $n" "$mq" "while flood floods its partition, median" "$mf"
 echo "flood's journal grew by $lines lines during the flooded samples (2 a filing); longest line $(awk '{ if (length($0) > m) m = length($0) } END { print m }' "$fj") bytes"
-awk -v a="$mq" -v b="$mf" -v r="$mr" 'BEGIN { if (a > 0) printf "ratio flooded/quiet: %.2fx of the medians, %.2fx the median pair (target: <= 2x)\n", b/a, r }'
+report() { # what, quiet median, flooded median, median pair, unit divisor
+	awk -v w="$1" -v a="$2" -v b="$3" -v r="$4" -v d="$5" -v n="$n" 'BEGIN {
+		printf "%s, medians of %d pairs: quiet (flood frozen) %.1f ms, flooded %.1f ms\n", w, n, a / d, b / d
+		if (a > 0) printf "  ratio flooded/quiet: %.2fx of the medians, %.2fx the median pair (target: <= 2x)\n", b / a, r }'
+}
+report "add started -> claimed" "$(med "${quiet[@]}")" "$(med "${flooded[@]}")" "$(med "${ratios[@]}")" 1
+report "filed -> claimed (journal)" "$(med "${jquiet[@]}")" "$(med "${jflooded[@]}")" "$(med "${jratios[@]}")" 10
