@@ -10,13 +10,13 @@
 # cache; only the flood differs. The design's target: the flooded median
 # within 2x of the quiet one.
 # Run by `make bench` with the suite built in ./bin; needs root (boxes).
-# N pairs (default 20), within BUDGET seconds (default 90) of sampling.
+# N pairs (default 30), within BUDGET seconds (default 100) of sampling.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-$PWD/bin}
 export PATH=$BIN:$PATH ROSTER_EXEC_PATH=$BIN
-N=${N:-20}
-BUDGET=${BUDGET:-90}
+N=${N:-30}
+BUDGET=${BUDGET:-100}
 [ "$(id -u)" = 0 ] || { echo "contain bench: needs root (real boxes); skipped"; exit 0; }
 
 work=$(mktemp -d /tmp/roster-bench-contain.XXXXXX)
