@@ -14,7 +14,8 @@ TRACE_RUNS=${TRACE_RUNS:-20}
 for p in runc bwrap hyperfine jq; do command -v $p >/dev/null || { echo "bench/box.sh: $p missing (make deps)" >&2; exit 1; }; done
 
 work=$(mktemp -d /tmp/roster-bench-box.XXXXXX)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+# The supervisors exit inside their worker's host cgroup: swept at the end.
+trap '"$work/bin/roster-box" reap --cgroups 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 # Only the programs a box needs: the snapshot after each run is not part of
 # starting a box (roster-snap missing => "snapshots unavailable").
 mkdir -p "$work/bin"

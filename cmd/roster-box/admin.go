@@ -9,6 +9,7 @@ import (
 	"github.com/roster-sh/roster/lib/box"
 	"github.com/roster-sh/roster/lib/cli"
 	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/home"
 )
 
@@ -69,14 +70,36 @@ func (c *KillCmd) Run(g *cli.Globals, env *cli.Env) error {
 
 // ReapCmd is `roster-box reap`.
 type ReapCmd struct {
-	RunID string `arg:"" name:"run" help:"The run (any unique prefix of its id) whose supervisor is gone."`
+	RunID   string `arg:"" optional:"" name:"run" help:"The run (any unique prefix of its id) whose supervisor is gone."`
+	Cgroups bool   `name:"cgroups" help:"Also remove every supervisor cgroup of this home that no process is in (what the dispatcher runs at start-up and every 10 minutes)."`
 }
 
 func (c *ReapCmd) Run(g *cli.Globals, env *cli.Env) error {
+	if c.RunID == "" && !c.Cgroups {
+		return errs.New(errs.ErrUsage, "reap: give the run whose supervisor is gone, or --cgroups")
+	}
 	h, err := g.OpenHome()
 	if err != nil {
 		return err
 	}
+	if c.RunID != "" {
+		if err := c.reapRun(h, env); err != nil {
+			return err
+		}
+	}
+	if !c.Cgroups {
+		return nil
+	}
+	// Supervisors exit inside their worker's cgroup: the empty ones they
+	// left (the kernel refuses to remove one a process is in).
+	removed, err := box.RemoveIdleHostCgroups(h.Dir)
+	for _, name := range removed {
+		fmt.Fprintf(env.Stderr, "roster-box: removed the empty supervisor cgroup %s\n", name)
+	}
+	return err
+}
+
+func (c *ReapCmd) reapRun(h home.Home, env *cli.Env) error {
 	r, err := box.FindRun(h, c.RunID)
 	if err != nil {
 		return err
@@ -85,8 +108,8 @@ func (c *ReapCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	// A supervisor killed (at its bound, kill -9) never left its cgroup's
-	// folder: removed here unless another supervisor of the worker is in it.
+	// Its supervisor, killed or not, exited inside its worker's cgroup:
+	// removed here unless another supervisor of the worker is in it.
 	_ = box.RemoveHostCgroup(box.HostCgroupName(h.Dir, r.Worker))
 	if destroyed {
 		fmt.Fprintf(env.Stderr, "roster-box: run %s: destroyed the box its supervisor left\n", r.ID)

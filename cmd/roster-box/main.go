@@ -35,7 +35,7 @@ type CLI struct {
 	Ps          PsCmd          `cmd:"" help:"List the live boxes of every worker."`
 	Kill        KillCmd        `cmd:"" help:"End a live box now (recorded as ended error, note killed)."`
 	Exec        ExecCmd        `cmd:"" help:"Run a command inside a live box (as docker exec): the box user's uid, no capabilities, the box's seccomp; recorded in the run's exec.jsonl."`
-	Reap        ReapCmd        `cmd:"" help:"After a dead supervisor: destroy a container that outlived it and record the run's end."`
+	Reap        ReapCmd        `cmd:"" help:"After a dead supervisor: destroy a container that outlived it and record the run's end; --cgroups: remove the empty supervisor cgroups."`
 	Connections ConnectionsCmd `cmd:"" help:"List what each worker's boxes are given: store, locks, channel stores, granted folders."`
 }
 

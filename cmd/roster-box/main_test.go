@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/roster-sh/roster/internal/testbin"
+	"github.com/roster-sh/roster/lib/box"
 	"github.com/roster-sh/roster/lib/cli"
 	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/home"
@@ -27,6 +28,9 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
+	// The test process runs roster-box in-process and lives on after each
+	// run: it leaves the worker's host cgroup (the fixture removes it).
+	afterRun = func(cg *box.HostCgroup) { _ = cg.MoveBack() }
 	if os.Geteuid() == 0 {
 		dir, remove := testbin.Temp("roster-task", "roster-lock")
 		os.Setenv("ROSTER_EXEC_PATH", dir)
@@ -61,6 +65,9 @@ func newFixture(t *testing.T, command []string, extra string) *fixture {
 	if err := h.InitData(); err != nil {
 		t.Fatal(err)
 	}
+	// Last: the supervisors exit inside the worker's host cgroup, which
+	// stays, empty, for the next run or a reap.
+	t.Cleanup(func() { _, _ = box.RemoveIdleHostCgroups(h.Dir) })
 	spec, err := config.AddWorker(context.Background(), h, config.NewWorker{Name: "dobby", Command: command, Heartbeat: "off", UID: testUID()})
 	if err != nil {
 		t.Fatal(err)

@@ -61,6 +61,7 @@ func Params(dir string) testscript.Params {
 			env.Setenv("REPO", repoRoot())
 			env.Setenv("HOME", env.WorkDir)
 			env.Setenv("ROSTER_HOME", "")
+			env.Defer(func() { sweepCgroups(env.WorkDir) })
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -74,6 +75,20 @@ func Params(dir string) testscript.Params {
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
+	}
+}
+
+// sweepCgroups removes the empty supervisor cgroups the script's boxes
+// left (a supervisor exits inside its worker's): `roster-box reap
+// --cgroups` for each home in the script's folder.
+func sweepCgroups(work string) {
+	if os.Geteuid() != 0 {
+		return
+	}
+	homes, _ := filepath.Glob(filepath.Join(work, "*", "data", "workers"))
+	for _, w := range homes {
+		dir := filepath.Dir(filepath.Dir(w))
+		_ = exec.Command(filepath.Join(binDir, "roster-box"), "reap", "--cgroups", "--home", dir).Run()
 	}
 }
 

@@ -37,8 +37,16 @@ import (
 // at an absolute path (boxCgroup): "roster" beside the cgroup the
 // supervisor started in, where libcontainer always put them (v2: in the
 // parent of that cgroup; v1: in it, as the memory hierarchy has it, for
-// every hierarchy alike). The last supervisor of a worker to leave removes
-// the cgroup (Leave); one killed leaves it to `roster-box reap`.
+// every hierarchy alike).
+//
+// The supervisor exits inside its cgroup: a move out is a cgroup migration
+// (under v1 it waits an RCU grace period, 8 to 12 ms), on the run's end
+// path, and nothing it does after the run needs to be unbounded. The
+// cgroup it leaves empty is reused by the worker's next supervisor and
+// removed by `roster-box reap` (RemoveHostCgroup, RemoveIdleHostCgroups;
+// the dispatcher's sweep): an empty one only, as the kernel refuses to
+// remove a cgroup with a process in it. A supervisor whose cgroup is
+// removed between its making and the move starts its join again.
 
 // cgroupParent is the folder, beside the cgroup a supervisor started in,
 // of every box's and supervisor's cgroup.
@@ -145,8 +153,8 @@ const joinTries = 20
 // supervisor cgroup name (HostCgroupName), bounded at max bytes, and
 // returns it. max <= 0 does nothing (nil, nil). The bound is written
 // before the move and checked after it, so the process never runs there
-// unbounded: the last supervisor of the worker may remove the cgroup
-// between its making and the move (Leave), and then the join starts again.
+// unbounded: a sweep may remove the empty cgroup between its making and
+// the move (RemoveIdleHostCgroups), and then the join starts again.
 func JoinHostCgroup(name string, max int64) (*HostCgroup, error) {
 	if max <= 0 || name == "" {
 		return nil, nil
@@ -224,8 +232,8 @@ func memoryLimit(dir string) (int64, error) {
 // cgroupGone reports whether err may be a cgroup removed under its user:
 // a file or the folder gone (ENOENT), a write to a removed one (ENODEV),
 // the folder's making refused as it was there and then gone before
-// os.MkdirAll looked again (EEXIST: another supervisor's Leave removed it
-// between the two), or, under v1, the swap bound written into one made
+// os.MkdirAll looked again (EEXIST: a sweep removed it between the two),
+// or, under v1, the swap bound written into one made
 // again meanwhile, whose memory bound is not written yet (EINVAL: swap
 // below memory).
 func cgroupGone(err error) bool {
@@ -233,11 +241,12 @@ func cgroupGone(err error) bool {
 		errors.Is(err, unix.ENODEV) || errors.Is(err, unix.EINVAL)
 }
 
-// Leave moves the process back to the cgroup it left for c (or, if that
-// is gone, to the hierarchy's root) and removes c if no other supervisor
-// is in it. Nothing bounds the process after: call it last. Nil does
-// nothing.
-func (c *HostCgroup) Leave() error {
+// MoveBack moves the process back to the cgroup it left for c (or, if
+// that is gone, to the hierarchy's root), leaving c in place for the
+// sweep. `roster-box run` never calls it, as it exits inside c; it is for
+// a caller that lives on after the run (tests run the command in their
+// own process). Nothing bounds the process after. Nil does nothing.
+func (c *HostCgroup) MoveBack() error {
 	if c == nil {
 		return nil
 	}
@@ -247,7 +256,7 @@ func (c *HostCgroup) Leave() error {
 			return fmt.Errorf("host_memory: leave %s: %w", c.Path, err)
 		}
 	}
-	return removeIfEmpty(c.Path)
+	return nil
 }
 
 // HostCgroupDir is the folder of the supervisor cgroup name (v1: in the
@@ -261,28 +270,69 @@ func HostCgroupDir(name string) (string, error) {
 }
 
 // RemoveHostCgroup removes the supervisor cgroup name (HostCgroupDir) if
-// no process is in it: `roster-box reap` after a supervisor was killed
-// (the kernel's OOM killer at its bound, kill -9).
+// no process is in it: `roster-box reap RUN`, for the run's worker.
 func RemoveHostCgroup(name string) error {
 	dir, err := HostCgroupDir(name)
 	if err != nil {
 		return err
 	}
-	return removeIfEmpty(dir)
+	_, err = removeIfEmpty(dir)
+	return err
 }
 
-// removeIfEmpty removes the cgroup at dir; one gone already, or with a
-// process in it still (EBUSY: another supervisor of the worker, which
-// removes it as it leaves), is no error.
-func removeIfEmpty(dir string) error {
+// RemoveIdleHostCgroups removes every supervisor cgroup of the home at
+// dir (named by HostCgroupName, under this process's "roster" parent)
+// that no process is in, and returns the names it removed: `roster-box
+// reap --cgroups`, which the dispatcher runs at start-up and every 10
+// minutes. One a supervisor is in is never removed (the kernel refuses:
+// EBUSY); one a supervisor is making and has not moved into yet may be,
+// and that supervisor's join starts again.
+func RemoveIdleHostCgroups(dir string) ([]string, error) {
+	p, err := here()
+	if err != nil {
+		return nil, err
+	}
+	parent := filepath.Join(p.mnt, p.parent)
+	ents, err := os.ReadDir(parent)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	suffix := HostCgroupName(dir, "")[len(supervisorPrefix):] // "-" and the home's 8 hex digits
+	var removed []string
+	for _, e := range ents {
+		name := e.Name()
+		if !e.IsDir() || !strings.HasPrefix(name, supervisorPrefix) || !strings.HasSuffix(name, suffix) ||
+			len(name) <= len(supervisorPrefix)+len(suffix) {
+			continue
+		}
+		gone, err := removeIfEmpty(filepath.Join(parent, name))
+		if err != nil {
+			return removed, err
+		}
+		if gone {
+			removed = append(removed, name)
+		}
+	}
+	return removed, nil
+}
+
+// removeIfEmpty removes the cgroup at dir and reports whether it did; one
+// gone already, or with a process in it (EBUSY: a supervisor of the
+// worker), is no error.
+func removeIfEmpty(dir string) (bool, error) {
 	for {
 		err := unix.Rmdir(dir)
 		switch {
 		case err == unix.EINTR:
 			continue
-		case err == nil, err == unix.ENOENT, err == unix.EBUSY:
-			return nil
+		case err == nil:
+			return true, nil
+		case err == unix.ENOENT, err == unix.EBUSY:
+			return false, nil
 		}
-		return &os.PathError{Op: "rmdir", Path: dir, Err: err}
+		return false, &os.PathError{Op: "rmdir", Path: dir, Err: err}
 	}
 }

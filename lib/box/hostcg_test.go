@@ -4,14 +4,17 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/opencontainers/cgroups"
 
@@ -194,14 +197,18 @@ func TestHostCgroupZeroBoundStays(t *testing.T) {
 	}
 }
 
-// Supervisors of one worker come and go at once: each leaving one removes
-// the cgroup if it is the last (rmdir of one still in use fails, EBUSY),
-// and one joining that finds it removed between making and moving in
-// starts again. Children join, check and leave in a loop, all at once.
+// Supervisors of one worker come and go at once while sweeps remove the
+// cgroup they leave empty: each joins bounded (one that finds the cgroup
+// removed between its making and its move starts again), a sweep while one
+// is in it never removes it, and each exits inside it. Lanes of children
+// run at once; after each child, its lane sweeps, racing the other lanes'
+// joins.
 
-const hostcgCycle = "ROSTER_TEST_HOSTCG_CYCLE" // "WORKER BOUND ROUNDS"
+const hostcgCycle = "ROSTER_TEST_HOSTCG_CYCLE" // "WORKER BOUND"
 
-// TestHostCgroupCycleChild is a cycling child's body.
+// TestHostCgroupCycleChild is a cycling child's body: join, say so, wait
+// for the parent's sweep, check it is still in its bounded cgroup, exit
+// inside it.
 func TestHostCgroupCycleChild(t *testing.T) {
 	arg := os.Getenv(hostcgCycle)
 	if arg == "" {
@@ -209,8 +216,7 @@ func TestHostCgroupCycleChild(t *testing.T) {
 	}
 	var worker string
 	var bound int64
-	var rounds int
-	if _, err := fmt.Sscan(arg, &worker, &bound, &rounds); err != nil {
+	if _, err := fmt.Sscan(arg, &worker, &bound); err != nil {
 		fmt.Println("bad args:", err)
 		os.Exit(2)
 	}
@@ -224,63 +230,196 @@ func TestHostCgroupCycleChild(t *testing.T) {
 		fmt.Printf(format+"\n", a...)
 		os.Exit(1)
 	}
-	for i := 0; i < rounds; i++ {
-		cg, err := JoinHostCgroup(name, bound)
-		if err != nil {
-			fail("round %d: join: %v", i, err)
-		}
+	check := func(when string, cg *HostCgroup) {
 		in, err := here()
 		if err != nil || in.own != path.Join(before.parent, name) {
-			fail("round %d: in %q (%v), want %s", i, in.own, err, path.Join(before.parent, name))
+			fail("%s: in %q (%v), want %s", when, in.own, err, path.Join(before.parent, name))
 		}
 		if got, err := memoryLimit(cg.Path); err != nil || got != bound {
-			fail("round %d: bound %d (%v), want %d", i, got, err, bound)
-		}
-		if err := cg.Leave(); err != nil {
-			fail("round %d: leave: %v", i, err)
-		}
-		if out, err := here(); err != nil || out.own != before.own {
-			fail("round %d: left to %q (%v), want %s", i, out.own, err, before.own)
+			fail("%s: bound %d (%v), want %d", when, got, err, bound)
 		}
 	}
+	cg, err := JoinHostCgroup(name, bound)
+	if err != nil {
+		fail("join: %v", err)
+	}
+	check("joined", cg)
+	fmt.Println("joined")
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		fail("no word from the parent: %v", err)
+	}
+	check("after a sweep", cg)
 	fmt.Println("ok")
-	os.Exit(0)
+	os.Exit(0) // inside, as roster-box run does
+}
+
+// cycleChild runs one cycling child of worker: it joins, the parent sweeps
+// (which must not remove the cgroup the child is in) and tells it to check
+// again, and it exits. It returns what went wrong ("" if nothing).
+func cycleChild(worker string, bound int64, dir string) string {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHostCgroupCycleChild$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d", hostcgCycle, worker, bound))
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return err.Error()
+	}
+	var out strings.Builder
+	outR, err := cmd.StdoutPipe()
+	if err != nil {
+		return err.Error()
+	}
+	cmd.Stderr = &out
+	if err := cmd.Start(); err != nil {
+		return err.Error()
+	}
+	br := bufio.NewReader(outR)
+	line, _ := br.ReadString('\n')
+	out.WriteString(line)
+	problem := ""
+	if line == "joined\n" {
+		removed, err := RemoveIdleHostCgroups("/test-home")
+		switch {
+		case err != nil:
+			problem = fmt.Sprintf("sweep: %v", err)
+		case slices.Contains(removed, filepath.Base(dir)):
+			problem = "a sweep removed the cgroup a supervisor is in"
+		}
+		if _, err := os.Stat(dir); err != nil && problem == "" {
+			problem = fmt.Sprintf("the cgroup a supervisor is in is gone after a sweep: %v", err)
+		}
+	}
+	in.Write([]byte("check\n"))
+	in.Close()
+	rest, _ := io.ReadAll(br)
+	out.Write(rest)
+	err = cmd.Wait()
+	if problem == "" && (err != nil || !strings.HasSuffix(out.String(), "ok\n")) {
+		problem = fmt.Sprintf("%v", err)
+	}
+	if problem != "" {
+		return problem + ": " + out.String()
+	}
+	return ""
 }
 
 func TestHostCgroupSupervisorsComeAndGoAtOnce(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("cgroups need root")
 	}
-	const bound, children, rounds = 64 << 20, 4, 25
+	const bound, lanes, rounds = 64 << 20, 4, 10
 	worker := "hcg-cycle-" + strconv.Itoa(os.Getpid())
-	p, err := here()
+	dir, err := HostCgroupDir(HostCgroupName("/test-home", worker))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(p.mnt, p.parent, HostCgroupName("/test-home", worker))
 	t.Cleanup(func() { _ = RemoveHostCgroup(HostCgroupName("/test-home", worker)) })
-	type result struct {
-		out []byte
-		err error
-	}
-	done := make(chan result, children)
-	for i := 0; i < children; i++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHostCgroupCycleChild$")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %d", hostcgCycle, worker, bound, rounds))
+	done := make(chan []string, lanes)
+	for i := 0; i < lanes; i++ {
 		go func() {
-			out, err := cmd.CombinedOutput()
-			done <- result{out, err}
+			var problems []string
+			for r := 0; r < rounds; r++ {
+				if p := cycleChild(worker, bound, dir); p != "" {
+					problems = append(problems, p)
+				}
+				// The child has exited: a sweep, which removes the
+				// cgroup if no other lane's child is in it.
+				if _, err := RemoveIdleHostCgroups("/test-home"); err != nil {
+					problems = append(problems, "sweep: "+err.Error())
+				}
+			}
+			done <- problems
 		}()
 	}
-	for i := 0; i < children; i++ {
-		r := <-done
-		if r.err != nil || !strings.Contains(string(r.out), "ok\n") {
-			t.Errorf("a child failed: %v: %s", r.err, r.out)
+	for i := 0; i < lanes; i++ {
+		for _, p := range <-done {
+			t.Errorf("a child: %s", p)
 		}
 	}
-	// The last to leave found it empty and removed it.
-	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("supervisor cgroup %s left behind after its last supervisor: %v", dir, err)
+
+	// One more supervisor, alone: it joins (making the cgroup again, or
+	// reusing it) and exits inside; the cgroup stays, empty, until a sweep
+	// removes it.
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHostCgroupCycleChild$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d", hostcgCycle, worker, bound))
+	cmd.Stdin = strings.NewReader("check\n")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.HasSuffix(string(out), "ok\n") {
+		t.Fatalf("the last child: %v: %s", err, out)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the cgroup its last supervisor exited inside: %v, want it left for the sweep", err)
+	}
+	if n := procsIn(t, dir); n != 0 {
+		t.Fatalf("%d processes in %s after its last supervisor exited", n, dir)
+	}
+	removed := sweepUntilGone(t, dir)
+	if !slices.Equal(removed, []string{filepath.Base(dir)}) {
+		t.Errorf("the sweep removed %q, want [%s]", removed, filepath.Base(dir))
+	}
+}
+
+// procsIn counts the processes in the cgroup at dir.
+func procsIn(t *testing.T, dir string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(strings.Fields(string(b)))
+}
+
+// sweepUntilGone sweeps the test home's empty supervisor cgroups until the
+// one at dir is gone (a process that has exited may take a moment to
+// leave its cgroup), for at most a minute, and returns what the sweeps
+// removed.
+func sweepUntilGone(t *testing.T, dir string) []string {
+	t.Helper()
+	var all []string
+	for deadline := time.Now().Add(time.Minute); ; {
+		removed, err := RemoveIdleHostCgroups("/test-home")
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, removed...)
+		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+			return all
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still there after a minute of sweeps", dir)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A sweep removes only the home's own supervisor cgroups: another home's
+// (the same worker's name) and the box cgroups beside them stay.
+func TestHostCgroupSweepIsTheHomesOnly(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("cgroups need root")
+	}
+	worker := "hcg-sweep-" + strconv.Itoa(os.Getpid())
+	mine, err := HostCgroupDir(HostCgroupName("/test-home", worker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := HostCgroupDir(HostCgroupName("/test-home-2", worker))
+	boxes := filepath.Join(filepath.Dir(mine), "roster-"+worker)
+	for _, d := range []string{mine, other, boxes} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = syscall.Rmdir(d) })
+	}
+	removed, err := RemoveIdleHostCgroups("/test-home")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(removed, []string{filepath.Base(mine)}) {
+		t.Errorf("removed %q, want [%s]", removed, filepath.Base(mine))
+	}
+	for _, d := range []string{other, boxes} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("the sweep of /test-home removed %s: %v", d, err)
+		}
 	}
 }
 
@@ -298,7 +437,9 @@ func TestBoxCgroupIsBesideTheSupervisorsNotInIt(t *testing.T) {
 	}
 	// In a child, as a supervisor: joined first, then the box's cgroup.
 	cmd := exec.Command(os.Args[0], "-test.run=^TestBoxCgroupChild$")
-	cmd.Env = append(os.Environ(), hostcgBoxChild+"=hcg-box-"+strconv.Itoa(os.Getpid())+" "+run)
+	worker := "hcg-box-" + strconv.Itoa(os.Getpid())
+	cmd.Env = append(os.Environ(), hostcgBoxChild+"="+worker+" "+run)
+	t.Cleanup(func() { _ = RemoveHostCgroup(HostCgroupName("/test-home", worker)) })
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child: %v: %s", err, out)
@@ -311,22 +452,17 @@ func TestBoxCgroupIsBesideTheSupervisorsNotInIt(t *testing.T) {
 const hostcgBoxChild = "ROSTER_TEST_HOSTCG_BOX" // "WORKER RUN"
 
 // TestBoxCgroupChild joins a supervisor cgroup, prints the box's cgroup
-// path, leaves.
+// path and exits inside it (the parent removes it).
 func TestBoxCgroupChild(t *testing.T) {
 	arg := os.Getenv(hostcgBoxChild)
 	if arg == "" {
 		t.Skip("the child of TestBoxCgroupIsBesideTheSupervisorsNotInIt")
 	}
 	worker, run, _ := strings.Cut(arg, " ")
-	cg, err := JoinHostCgroup(HostCgroupName("/test-home", worker), 64<<20)
-	if err != nil {
+	if _, err := JoinHostCgroup(HostCgroupName("/test-home", worker), 64<<20); err != nil {
 		fmt.Println("join:", err)
 		os.Exit(3)
 	}
 	fmt.Println("box", boxCgroup(run, &cgroups.Resources{}).Path)
-	if err := cg.Leave(); err != nil {
-		fmt.Println("leave:", err)
-		os.Exit(4)
-	}
 	os.Exit(0)
 }

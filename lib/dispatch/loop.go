@@ -31,6 +31,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	d.log.Info("dispatcher started", "home", d.h.Dir, "pid", os.Getpid(), "watch", w != nil)
 	d.Reclaim(ctx)
 	d.ReapOrphans(ctx)
+	d.SweepCgroups(ctx)
 	d.retryTakes(ctx)
 	lastReclaim, lastOrphans, lastTakes := time.Now(), time.Now(), time.Now()
 	for {
@@ -49,6 +50,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}
 		if time.Since(lastOrphans) >= OrphansEvery {
 			d.ReapOrphans(ctx)
+			d.SweepCgroups(ctx)
 			lastOrphans = time.Now()
 		}
 		if time.Since(lastTakes) >= TakeRetryEvery {
@@ -62,6 +64,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			d.hooks.Wait()
 			d.logAdoptedEnds() // one that ended since this pass's look
 			if d.o.UntilIdle {
+				d.SweepCgroups(ctx) // every supervisor it started has exited
 				d.log.Info("idle: nothing claimable and no box live")
 			}
 			return nil

@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 // still running, lingers, then makes its last write into the run folder.
 // Args: run W --task T --run R --home H.
 func fakeBox(args []string) error {
+	if len(args) == 4 && args[0] == "reap" && args[1] == "--cgroups" {
+		return nil // the dispatcher's sweep: this fake leaves no cgroup
+	}
 	if len(args) != 8 || args[0] != "run" {
 		return fmt.Errorf("unexpected arguments %q", args)
 	}

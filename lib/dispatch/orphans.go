@@ -2,7 +2,9 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"time"
 
 	"github.com/roster-sh/roster/lib/home"
@@ -82,4 +84,22 @@ func (d *Dispatcher) ReapOrphans(ctx context.Context) []string {
 		}
 	}
 	return reaped
+}
+
+// SweepCgroups runs `roster-box reap --cgroups`: every supervisor exits
+// inside its worker's host cgroup, and the sweep removes the ones left
+// empty (a live run's, a supervisor in it, is never removed). It runs with
+// ReapOrphans, and once more when --until-idle ends with no box live.
+func (d *Dispatcher) SweepCgroups(ctx context.Context) {
+	prog, err := d.program(d.o.BoxProgram, "roster-box")
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, prog, "reap", "--cgroups", "--home", d.h.Dir)
+	cmd.Env = append(os.Environ(), "ROSTER_HOME="+d.h.Dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		d.log.Warn("sweep of empty supervisor cgroups failed", "err", fmt.Sprintf("%v: %s", err, trim(out)))
+	}
 }
