@@ -180,6 +180,12 @@ func (s *Supervision) prepare(ctx context.Context) (*supervised, error) {
 	if r.info, err = runs.SelfBoxInfo(sp.Worker, sp.Run, taskID, r.started); err != nil {
 		return r, err
 	}
+	// The outbox is made first, unsynced: box.json's write below fsyncs
+	// the run folder after it, so its entry is durable before the box
+	// starts, without a folder fsync of its own on the start's path.
+	if err := outbox.Make(home.Outbox(sp.RunDir)); err != nil {
+		return r, err
+	}
 	// box.json, and the run folder's own entry (CreateRunDir leaves it to
 	// this), are made durable while the rest is prepared; the container
 	// starts only once they are (start's ready).
@@ -209,9 +215,6 @@ func (s *Supervision) prepare(ctx context.Context) (*supervised, error) {
 		r.wrote <- err
 	}()
 	r.closers = append(r.closers, r.waitWrote)
-	if err := outbox.Make(home.Outbox(sp.RunDir)); err != nil {
-		return r, err
-	}
 	if r.ob, err = outbox.Open(home.Outbox(sp.RunDir)); err != nil {
 		return r, err
 	}
@@ -458,23 +461,37 @@ func (s *Supervision) end(ctx context.Context, r *supervised, b *Box, ended, not
 	s.noteCap(ctx, r.ob, r.rec, &r.ev)
 	cpu, mem := b.Usage()
 	mark(ctx, "actions and usage read")
-	if err := b.Destroy(); err != nil {
-		note = joinNote(note, "destroy: "+err.Error())
-	}
-	mark(ctx, "destroyed")
+	// The box's destroy (its cgroups and state), the removal of its
+	// scratch folder and the closing of its output (the transcript's
+	// fsync among it) touch nothing of each other's: done at once. The
+	// destroy's outcome is in the record; the scratch folder, whose
+	// removal nothing records, goes while the record is written (and
+	// before the supervisor exits).
+	destroyed := make(chan error, 1)
+	go func() { destroyed <- b.c.Destroy() }()
+	scratched := make(chan struct{})
+	go func() { RemoveScratch(s.Spec.Run); close(scratched) }()
+	defer func() { <-scratched }()
 	// Nothing stashed in tmp/ outlives the run (a later run reads this
 	// folder through ~/self/runs/, whatever a restore did to the store).
-	if _, err := r.ob.EmptyTmp(); err != nil {
-		note = joinNote(note, err.Error())
-	}
-	if r.tmpOver.Removed > 0 {
-		note = joinNote(note, fmt.Sprintf("outbox tmp/ over its bound: %d entries (%d bytes) removed", r.tmpOver.Removed, r.tmpOver.Bytes))
-	}
+	_, tmpErr := r.ob.EmptyTmp()
 	<-r.pumps
 	<-r.pumps
 	r.tr.Close()
 	r.stopGateway()
+	RemoveGatewayDir(s.Spec.Run) // its socket is closed
 	s.recordAgent(r)
+	mark(ctx, "output and gateway closed")
+	if err := <-destroyed; err != nil {
+		note = joinNote(note, "destroy: "+err.Error())
+	}
+	mark(ctx, "destroyed")
+	if tmpErr != nil {
+		note = joinNote(note, tmpErr.Error())
+	}
+	if r.tmpOver.Removed > 0 {
+		note = joinNote(note, fmt.Sprintf("outbox tmp/ over its bound: %d entries (%d bytes) removed", r.tmpOver.Removed, r.tmpOver.Bytes))
+	}
 
 	r.rec.ExitCode, r.rec.Signal = ptr(exit.Code), exit.Signal
 	r.ev.Exit, r.ev.Signal = exit.Code, exit.Signal
@@ -486,7 +503,6 @@ func (s *Supervision) end(ctx context.Context, r *supervised, b *Box, ended, not
 		}
 	}
 	r.waitWrote()
-	mark(ctx, "output and gateway closed")
 	r.endAt(ended, note)
 	r.rec.Cost.WallSeconds = b.Exited.Sub(b.Started).Seconds() // the box's time, not the supervisor's
 	s.finish(ctx, r.rec, &r.ev, true)

@@ -19,7 +19,11 @@ import (
 // Make creates a run's outbox at dir with the ownership the spec gives:
 // outbox/ and done/ root-owned 0755 (read-only to the box), tmp/ and new/
 // root-owned 1733 (the box adds and renames its own files, never replaces
-// the folders). Call it before the box starts.
+// the folders). Call it before the box starts. It syncs nothing: the
+// caller makes the outbox's entry durable (an fsync of its parent) before
+// the box starts, with the other records it writes there (the supervisor:
+// box.json's write), instead of a folder fsync of its own on the start's
+// path.
 func Make(dir string) error {
 	for _, d := range []struct {
 		path string
@@ -41,7 +45,7 @@ func Make(dir string) error {
 			return fmt.Errorf("outbox %s: %w", d.path, err)
 		}
 	}
-	return fsx.SyncDir(filepath.Dir(dir))
+	return nil
 }
 
 // Entry is one thing found in new/: a decoded action, or why it was refused.
