@@ -189,11 +189,15 @@ func (s *Supervision) prepare(ctx context.Context) (*supervised, error) {
 	// box.json, and the run folder's own entry (CreateRunDir leaves it to
 	// this), are made durable while the rest is prepared; the container
 	// starts only once they are (start's ready).
+	// The two need no order between them (both are done before the box
+	// starts): their fsyncs go at once.
 	r.boxed = make(chan error, 1)
 	go func() {
-		err := fsx.SyncDir(filepath.Dir(sp.RunDir))
-		if err == nil {
-			err = runs.WriteBoxInfo(sp.RunDir, r.info)
+		entry := make(chan error, 1)
+		go func() { entry <- fsx.SyncDir(filepath.Dir(sp.RunDir)) }()
+		err := runs.WriteBoxInfo(sp.RunDir, r.info)
+		if eerr := <-entry; err == nil {
+			err = eerr
 		}
 		r.boxed <- err
 	}()
