@@ -15,6 +15,7 @@ package main
 // for developers' machines).
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -80,7 +81,9 @@ func Params(dir string) testscript.Params {
 
 // sweepCgroups removes the empty supervisor cgroups the script's boxes
 // left (a supervisor exits inside its worker's): `roster-box reap
-// --cgroups` for each home in the script's folder.
+// --cgroups` for each home in the script's folder, once the supervisors
+// `roster-dispatch --once` started for it have exited (for at most a
+// minute).
 func sweepCgroups(work string) {
 	if os.Geteuid() != 0 {
 		return
@@ -88,8 +91,33 @@ func sweepCgroups(work string) {
 	homes, _ := filepath.Glob(filepath.Join(work, "*", "data", "workers"))
 	for _, w := range homes {
 		dir := filepath.Dir(filepath.Dir(w))
+		for deadline := time.Now().Add(time.Minute); supervising(dir) && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
 		_ = exec.Command(filepath.Join(binDir, "roster-box"), "reap", "--cgroups", "--home", dir).Run()
 	}
+}
+
+// supervising reports whether a `roster-box run ... --home dir` (a
+// supervisor the dispatcher started) is running.
+func supervising(dir string) bool {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00")
+		if len(args) < 2 || filepath.Base(args[0]) != "roster-box" || args[1] != "run" {
+			continue
+		}
+		for i := 2; i+1 < len(args); i++ {
+			if args[i] == "--home" && args[i+1] == dir {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
