@@ -27,3 +27,15 @@ func TestAdhocFlagsThatCannotBeHonouredAreUsageErrors(t *testing.T) {
 		t.Fatalf("a refused run left %d run folders", len(ents))
 	}
 }
+
+// reap with neither a run nor --cgroups has nothing to do: a usage error;
+// --cgroups alone sweeps the home's empty supervisor cgroups (none here).
+func TestReapNeedsARunOrCgroups(t *testing.T) {
+	f := newFixture(t, job, "")
+	if code, _, errb := f.box("reap"); code != 2 || !strings.Contains(errb, "--cgroups") {
+		t.Errorf("reap: exit %d, %s; want 2 naming --cgroups", code, errb)
+	}
+	if code, _, errb := f.box("reap", "--cgroups"); code != 0 {
+		t.Errorf("reap --cgroups: exit %d, %s; want 0", code, errb)
+	}
+}
