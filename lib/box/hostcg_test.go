@@ -21,6 +21,22 @@ import (
 	"github.com/roster-sh/roster/lib/home"
 )
 
+// testHome is the home the host cgroup tests name their supervisor
+// cgroups after: one per test process (its children inherit it through
+// the environment), so that a sweep in one run of these tests never
+// removes the cgroups of another run on the same machine (two at once
+// failed TestHostCgroupSupervisorsComeAndGoAtOnce: its sweep removed the
+// other run's hcg-flood cgroup).
+var testHome = func() string {
+	const env = "ROSTER_TEST_HOSTCG_HOME"
+	if h := os.Getenv(env); h != "" {
+		return h
+	}
+	h := "/test-home-" + strconv.Itoa(os.Getpid())
+	os.Setenv(env, h)
+	return h
+}()
+
 // The supervisor's host cgroup, with real processes in real cgroups: a
 // child of this test joins a worker's supervisor cgroup bounded at 64 MiB
 // (what roster-box run does once its box's container is made) and then
@@ -42,7 +58,7 @@ func TestHostCgroupChild(t *testing.T) {
 		fmt.Println("bad args:", err)
 		os.Exit(2)
 	}
-	cg, err := JoinHostCgroup(HostCgroupName("/test-home", worker), bound)
+	cg, err := JoinHostCgroup(HostCgroupName(testHome, worker), bound)
 	if err != nil {
 		fmt.Println("join:", err)
 		os.Exit(3)
@@ -98,7 +114,7 @@ func startHostcgChild(t *testing.T, worker string, bound, alloc int64) *hostcgPr
 		w.Close()
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		if err := RemoveHostCgroup(HostCgroupName("/test-home", worker)); err != nil {
+		if err := RemoveHostCgroup(HostCgroupName(testHome, worker)); err != nil {
 			t.Error(err)
 		}
 		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
@@ -154,8 +170,8 @@ func TestHostCgroupBoundsOneWorker(t *testing.T) {
 	if line, err := calm.out.ReadString('\n'); err != nil || !strings.HasPrefix(line, "allocated 16 ") {
 		t.Fatalf("calm child: %q %v", line, err)
 	}
-	if !strings.HasSuffix(calm.path, "/roster/"+HostCgroupName("/test-home", "hcg-calm-"+tag)) {
-		t.Errorf("calm child's cgroup %s is not roster/%s", calm.path, HostCgroupName("/test-home", "hcg-calm-"+tag))
+	if !strings.HasSuffix(calm.path, "/roster/"+HostCgroupName(testHome, "hcg-calm-"+tag)) {
+		t.Errorf("calm child's cgroup %s is not roster/%s", calm.path, HostCgroupName(testHome, "hcg-calm-"+tag))
 	}
 	if got := memoryBound(t, calm.path); got != bound {
 		t.Errorf("memory bound of %s = %d, want %d", calm.path, got, bound)
@@ -220,7 +236,7 @@ func TestHostCgroupCycleChild(t *testing.T) {
 		fmt.Println("bad args:", err)
 		os.Exit(2)
 	}
-	name := HostCgroupName("/test-home", worker)
+	name := HostCgroupName(testHome, worker)
 	before, err := here()
 	if err != nil {
 		fmt.Println("here:", err)
@@ -277,7 +293,7 @@ func cycleChild(worker string, bound int64, dir string) string {
 	out.WriteString(line)
 	problem := ""
 	if line == "joined\n" {
-		removed, err := RemoveIdleHostCgroups("/test-home")
+		removed, err := RemoveIdleHostCgroups(testHome)
 		switch {
 		case err != nil:
 			problem = fmt.Sprintf("sweep: %v", err)
@@ -308,11 +324,11 @@ func TestHostCgroupSupervisorsComeAndGoAtOnce(t *testing.T) {
 	}
 	const bound, lanes, rounds = 64 << 20, 4, 10
 	worker := "hcg-cycle-" + strconv.Itoa(os.Getpid())
-	dir, err := HostCgroupDir(HostCgroupName("/test-home", worker))
+	dir, err := HostCgroupDir(HostCgroupName(testHome, worker))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = RemoveHostCgroup(HostCgroupName("/test-home", worker)) })
+	t.Cleanup(func() { _ = RemoveHostCgroup(HostCgroupName(testHome, worker)) })
 	done := make(chan []string, lanes)
 	for i := 0; i < lanes; i++ {
 		go func() {
@@ -323,7 +339,7 @@ func TestHostCgroupSupervisorsComeAndGoAtOnce(t *testing.T) {
 				}
 				// The child has exited: a sweep, which removes the
 				// cgroup if no other lane's child is in it.
-				if _, err := RemoveIdleHostCgroups("/test-home"); err != nil {
+				if _, err := RemoveIdleHostCgroups(testHome); err != nil {
 					problems = append(problems, "sweep: "+err.Error())
 				}
 			}
@@ -375,7 +391,7 @@ func sweepUntilGone(t *testing.T, dir string) []string {
 	t.Helper()
 	var all []string
 	for deadline := time.Now().Add(time.Minute); ; {
-		removed, err := RemoveIdleHostCgroups("/test-home")
+		removed, err := RemoveIdleHostCgroups(testHome)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -397,11 +413,11 @@ func TestHostCgroupSweepIsTheHomesOnly(t *testing.T) {
 		t.Skip("cgroups need root")
 	}
 	worker := "hcg-sweep-" + strconv.Itoa(os.Getpid())
-	mine, err := HostCgroupDir(HostCgroupName("/test-home", worker))
+	mine, err := HostCgroupDir(HostCgroupName(testHome, worker))
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, _ := HostCgroupDir(HostCgroupName("/test-home-2", worker))
+	other, _ := HostCgroupDir(HostCgroupName(testHome+"-other", worker))
 	boxes := filepath.Join(filepath.Dir(mine), "roster-"+worker)
 	for _, d := range []string{mine, other, boxes} {
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -409,7 +425,7 @@ func TestHostCgroupSweepIsTheHomesOnly(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = syscall.Rmdir(d) })
 	}
-	removed, err := RemoveIdleHostCgroups("/test-home")
+	removed, err := RemoveIdleHostCgroups(testHome)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +455,7 @@ func TestBoxCgroupIsBesideTheSupervisorsNotInIt(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestBoxCgroupChild$")
 	worker := "hcg-box-" + strconv.Itoa(os.Getpid())
 	cmd.Env = append(os.Environ(), hostcgBoxChild+"="+worker+" "+run)
-	t.Cleanup(func() { _ = RemoveHostCgroup(HostCgroupName("/test-home", worker)) })
+	t.Cleanup(func() { _ = RemoveHostCgroup(HostCgroupName(testHome, worker)) })
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child: %v: %s", err, out)
@@ -459,7 +475,7 @@ func TestBoxCgroupChild(t *testing.T) {
 		t.Skip("the child of TestBoxCgroupIsBesideTheSupervisorsNotInIt")
 	}
 	worker, run, _ := strings.Cut(arg, " ")
-	if _, err := JoinHostCgroup(HostCgroupName("/test-home", worker), 64<<20); err != nil {
+	if _, err := JoinHostCgroup(HostCgroupName(testHome, worker), 64<<20); err != nil {
 		fmt.Println("join:", err)
 		os.Exit(3)
 	}
