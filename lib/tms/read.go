@@ -206,21 +206,16 @@ func sortedKeys(m map[string]string) []string {
 	return k
 }
 
-// snapshot reads tasks.json with no lock held, for a read that changes
+// snapshotOf reads tasks.json with no lock held, for a read that changes
 // nothing: tasks.json is only ever replaced whole, so it is some version,
 // and it is the current one when the journal's last version is the same
 // (read after it: a change appends its line first). ok is false when it
 // cannot say (a change in flight, a journal ahead, a torn tail, anything
 // unreadable): the caller then reads under the lock, which rolls forward,
-// repairs or refuses as ever. seq and ver are the journal's.
-func (p *Partition) snapshot() (f *File, seq, ver int64, ok bool) {
-	f, seq, ver, _, ok = p.snapshotOf(false)
-	return f, seq, ver, ok
-}
-
-// snapshotOf is snapshot; with templatesOnly, f's Tasks may be left out
-// (a sealed or well-formed file is not decoded task by task). at is where
-// in the journal the snapshot stands (ClaimsChanged).
+// repairs or refuses as ever. seq and ver are the journal's. With
+// templatesOnly, f's Tasks may be left out (a sealed or well-formed file
+// is not decoded task by task). at is where in the journal the snapshot
+// stands (ClaimsChanged).
 func (p *Partition) snapshotOf(templatesOnly bool) (f *File, seq, ver int64, at Cursor, ok bool) {
 	var err error
 	if templatesOnly {
