@@ -305,10 +305,14 @@ func readFileAt(dir int, names ...string) ([]byte, error) {
 }
 
 // openPath opens a folder below dir, one component at a time, never
-// following a symlink.
+// following a symlink; empty components are skipped, and a path of none
+// is a new descriptor of dir itself.
 func openPath(dir int, path string) (int, error) {
 	cur := dir
 	for _, c := range strings.Split(path, "/") {
+		if c == "" {
+			continue
+		}
 		fd, err := openDirAt(cur, c)
 		if cur != dir {
 			unix.Close(cur)
@@ -317,6 +321,9 @@ func openPath(dir int, path string) (int, error) {
 			return -1, err
 		}
 		cur = fd
+	}
+	if cur == dir {
+		return unix.Dup(dir)
 	}
 	return cur, nil
 }

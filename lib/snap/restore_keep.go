@@ -146,7 +146,7 @@ func (s *session) keepMove(k keepTree, p string, mtime int64) error {
 	if i := strings.LastIndexByte(p, '/'); i >= 0 {
 		dir, base = p[:i], p[i+1:]
 	}
-	from, err := openBelow(s.wdir, k.Staging+"/"+dir)
+	from, err := openPath(s.wdir, k.Staging+"/"+dir)
 	if err == unix.ENOENT || err == unix.ENOTDIR || err == unix.ELOOP {
 		return nil // no such tree (gone, or never swapped): nothing to keep
 	}
@@ -161,7 +161,7 @@ func (s *session) keepMove(k keepTree, p string, mtime int64) error {
 		}
 		return err
 	}
-	to, err := openBelow(s.wdir, k.Tree+"/"+dir)
+	to, err := openPath(s.wdir, k.Tree+"/"+dir)
 	if err == unix.ENOENT || err == unix.ENOTDIR || err == unix.ELOOP {
 		return nil // the restored tree has no folder for it: it goes with the old tree
 	}
@@ -180,7 +180,7 @@ func (s *session) keepMove(k keepTree, p string, mtime int64) error {
 	if mtime != 0 {
 		full := strings.TrimSuffix(k.Tree+"/"+dir, "/")
 		i := strings.LastIndexByte(full, '/')
-		if pd, err := openBelow(s.wdir, full[:max(i, 0)]); err == nil {
+		if pd, err := openPath(s.wdir, full[:max(i, 0)]); err == nil {
 			ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(mtime)}
 			err = unix.UtimesNanoAt(pd, full[i+1:], ts, unix.AT_SYMLINK_NOFOLLOW)
 			unix.Close(pd)
@@ -190,32 +190,6 @@ func (s *session) keepMove(k keepTree, p string, mtime int64) error {
 		}
 	}
 	return syncBoth(from, to)
-}
-
-// openBelow opens the folder at path (slash-separated plain names from
-// dir, "" for dir itself) one component at a time, never following a
-// symlink.
-func openBelow(dir int, path string) (int, error) {
-	cur, err := unix.Dup(dir)
-	if err != nil {
-		return -1, err
-	}
-	for _, c := range strings.Split(path, "/") {
-		if c == "" {
-			continue
-		}
-		if c == "." || c == ".." {
-			unix.Close(cur)
-			return -1, unix.ENOENT
-		}
-		next, err := openDirAt(cur, c)
-		unix.Close(cur)
-		if err != nil {
-			return -1, err
-		}
-		cur = next
-	}
-	return cur, nil
 }
 
 // readKeep reads a kept-paths list a killed restore left (nil when none).
