@@ -203,12 +203,15 @@ func (s *Supervision) prepare(ctx context.Context) (*supervised, error) {
 	}()
 	r.closers = append(r.closers, func() { r.awaitBoxInfo() })
 	// The start's records are written while the box starts (the box reads
-	// its briefing from the scratch copy).
+	// its briefing from the scratch copy), once box.json is durable: their
+	// six fsyncs would otherwise queue on the disk with box.json's, which
+	// the start waits for and only the run's end waits for these.
 	md, recall := CompileBriefing(s.Briefing)
 	r.brief = md
 	first := *r.rec
 	<-r.wrote
 	go func() {
+		_ = r.awaitBoxInfo() // its error is the start's
 		err := runs.WriteRecord(sp.RunDir, &first)
 		if err == nil {
 			err = fsx.WriteFile(home.Briefing(sp.RunDir), md, 0o644)
