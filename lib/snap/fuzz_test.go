@@ -23,10 +23,27 @@ func FuzzParseEntry(f *testing.F) {
 	f.Add([]byte(`{"path":"store/l","type":"u","skip_b64":"/w=="}`))
 	f.Add([]byte(`{"path":"store/x","type":"f","skip":"ignored off type u"}`))
 	f.Add([]byte(`{"path":"store/y","type":"u"}`))
+	f.Add([]byte(`{"path":"store/é","type":"l","mode":"0777","uid":1,"gid":2,"size":3,"mtime":-9223372036854775808,"ino":18446744073709551615,"ctime":9223372036854775807,"target":"../x","hl":1099511627776,"unstable":true,"sino":7}`))
+	f.Add([]byte(`{"path":"store/u","type":"u","mode":"0755","uid":0,"gid":0,"size":0,"mtime":0,"ino":0,"ctime":0}`))
+	f.Add([]byte(`{"path":"store/f","type":"f","mode":"07777","uid":4294967295,"gid":0,"size":00,"mtime":-0,"ino":1,"ctime":1,"hl":0}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
+		// The fast path for the lines AppendEntry writes gives exactly
+		// what the general parser gives, or leaves the line to it.
+		if fast, ok := parseCanonical(line); ok {
+			slow, err := parseEntryJSON(line)
+			if err != nil {
+				t.Fatalf("parseCanonical took %q, the general parser refuses it: %v", line, err)
+			}
+			if fast != slow {
+				t.Fatalf("parseCanonical(%q) = %+v, the general parser %+v", line, fast, slow)
+			}
+		}
 		e, err := ParseEntry(line)
 		if err != nil {
 			return
+		}
+		if _, ok := parseCanonical(AppendEntry(nil, &e)); !ok && canonicalText(e.Path) && canonicalText(e.Target) && canonicalText(e.Skip) {
+			t.Fatalf("parseCanonical leaves %q, as AppendEntry wrote it, to the general parser", AppendEntry(nil, &e))
 		}
 		again, err := ParseEntry(AppendEntry(nil, &e))
 		if err != nil {
@@ -39,6 +56,13 @@ func FuzzParseEntry(f *testing.F) {
 			t.Fatal("encoded entry holds a newline")
 		}
 	})
+}
+
+// canonicalText reports whether AppendEntry writes s as a plain string
+// (no escapes), which parseCanonical reads.
+func canonicalText(s string) bool {
+	q := appendBytesField(nil, "k", s)
+	return !bytes.Contains(q, []byte(`\`)) && !bytes.Contains(q, []byte("_b64"))
 }
 
 func FuzzEscapeName(f *testing.F) {

@@ -166,6 +166,14 @@ func appendJSONString(b []byte, s string) []byte {
 // ParseEntry decodes one manifest line. It accepts exactly one flat JSON
 // object; unknown keys are ignored (fields are only ever added).
 func ParseEntry(line []byte) (Entry, error) {
+	if e, ok := parseCanonical(line); ok {
+		return e, nil
+	}
+	return parseEntryJSON(line)
+}
+
+// parseEntryJSON is ParseEntry for any line: the general parser.
+func parseEntryJSON(line []byte) (Entry, error) {
 	var e Entry
 	p := parser{s: line}
 	var havePath, haveType bool
@@ -497,28 +505,29 @@ func ParseManifest(data []byte) (*Manifest, error) {
 		}
 	}
 	bounds = append(bounds, len(rest))
-	parts := make([][]Entry, len(bounds)-1)
+	// One slice for every entry, each piece parsed into its own part of it.
+	first := make([]int, len(bounds)) // the index of each piece's first entry
+	for k := 0; k+1 < len(bounds); k++ {
+		first[k+1] = first[k] + bytes.Count(rest[bounds[k]:bounds[k+1]], []byte{'\n'})
+	}
+	entries := make([]Entry, first[len(first)-1])
 	perr := make([]error, len(bounds)-1)
 	var wg sync.WaitGroup
-	for k := range parts {
+	for k := range perr {
 		wg.Add(1)
 		go func(k int) {
 			defer wg.Done()
 			chunk := rest[bounds[k]:bounds[k+1]]
-			es := make([]Entry, 0, bytes.Count(chunk, []byte{'\n'}))
-			for i := 0; len(chunk) > 0; i++ {
+			for i := first[k]; len(chunk) > 0; i++ {
 				j := bytes.IndexByte(chunk, '\n')
 				e, err := ParseEntry(chunk[:j])
 				if err != nil {
-					// The line number counts the lines before this piece.
-					n := 2 + bytes.Count(rest[:bounds[k]], []byte{'\n'}) + i
-					perr[k] = fmt.Errorf("line %d: %w", n, err)
+					perr[k] = fmt.Errorf("line %d: %w", 2+i, err)
 					return
 				}
-				es = append(es, e)
+				entries[i] = e
 				chunk = chunk[j+1:]
 			}
-			parts[k] = es
 		}(k)
 	}
 	wg.Wait()
@@ -527,20 +536,10 @@ func ParseManifest(data []byte) (*Manifest, error) {
 			return nil, err // the first bad line
 		}
 	}
-	total := 0
-	for _, p := range parts {
-		total += len(p)
+	if len(entries) != h.Entries {
+		return nil, fmt.Errorf("%w: %d entries, header says %d", ErrBadManifest, len(entries), h.Entries)
 	}
-	if total != h.Entries {
-		return nil, fmt.Errorf("%w: %d entries, header says %d", ErrBadManifest, total, h.Entries)
-	}
-	m := &Manifest{Header: h, Entries: parts[0]}
-	if len(parts) > 1 {
-		m.Entries = make([]Entry, 0, total)
-		for _, p := range parts {
-			m.Entries = append(m.Entries, p...)
-		}
-	}
+	m := &Manifest{Header: h, Entries: entries}
 	return m, nil
 }
 
