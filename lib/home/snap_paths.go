@@ -13,6 +13,7 @@ const (
 	SnapTrash            = ".trash"         // .trash/: being deleted
 	SnapPinned           = ".pinned"        // .pinned/ID: an empty file per pinned snapshot
 	SnapFailed           = ".take-failed"   // .take-failed: why the last take failed (JSON); gone once one succeeds
+	SnapChecked          = ".checked.jsonl" // .checked.jsonl: the manifests prune found sound, by stat (a cache)
 	StoreLocksName       = ".locks"         // the store's lock-folder mount point
 	StoreLockName        = "store"          // the whole-store lock in locks/
 	RestorePrefix        = ".restore-"      // W/.restore-*: a restore's staging trees

@@ -49,7 +49,7 @@ func List(ctx context.Context, w home.Worker, opt Options) ([]Info, error) {
 	out := make([]Info, len(ids))
 	labels := make([]string, len(ids))
 	for i := len(ids) - 1; i >= 0; i-- {
-		h, err := s.checkShape(ids[i])
+		h, err := s.checkShape(ids[i], nil)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v: %w", w.SnapshotManifest(ids[i]), err, ErrBadManifest)
 		}

@@ -9,7 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/roster-sh/roster/lib/config"
-	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/home"
 )
 
@@ -93,17 +92,9 @@ func (s *session) prune(keep int, opt *Options) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	labels := make([]string, len(ids))
-	for i, id := range ids {
-		h, err := s.checkShape(id)
-		if err != nil {
-			// Keeping "the newest N" is only sound when every snapshot can be
-			// read: an unreadable one could be counted as a restore point
-			// while the good ones go. Refuse, delete nothing.
-			return nil, errs.WithHint(fmt.Errorf("snapshot %s: its manifest cannot be read (%v); nothing pruned: %w", id, err, errs.ErrRefused),
-				"look at "+home.SnapManifest+" of that snapshot; move the snapshot out of "+home.SnapshotsDir+"/ once it is understood")
-		}
-		labels[i] = h.Label
+	labels, err := s.labels(ids)
+	if err != nil {
+		return nil, err
 	}
 	if keep < 0 {
 		keep = 0
@@ -173,10 +164,12 @@ func Prune(ctx context.Context, w home.Worker, keep int, opt Options) ([]string,
 // checkShape reads snapshot id's header and checks its manifest's shape
 // without parsing every entry: it ends with a newline, holds exactly the
 // header's count of entry lines, and each is one JSON object. Prune runs
-// it on every snapshot after each take, so it maps the file (one open, no
-// copy) and finds line ends with IndexByte; take, diff and restore parse
-// the manifests they use whole.
-func (s *session) checkShape(id string) (Header, error) {
+// it after each take on every snapshot whose manifest changed since it
+// last did (checked.go), so it maps the file (one open, no copy) and
+// finds line ends with IndexByte; take, diff and restore parse the
+// manifests they use whole. st (nil: not wanted) gets the stat of the
+// file checked.
+func (s *session) checkShape(id string, st *unix.Stat_t) (Header, error) {
 	fd, err := openDirAt(s.snaps, id)
 	if err != nil {
 		return Header{}, err
@@ -187,8 +180,10 @@ func (s *session) checkShape(id string) (Header, error) {
 		return Header{}, err
 	}
 	defer unix.Close(mfd)
-	var st unix.Stat_t
-	if err := unix.Fstat(mfd, &st); err != nil {
+	if st == nil {
+		st = new(unix.Stat_t)
+	}
+	if err := unix.Fstat(mfd, st); err != nil {
 		return Header{}, err
 	}
 	if st.Size == 0 {
