@@ -19,7 +19,7 @@ trap '"$work/bin/roster-box" reap --cgroups 2>/dev/null || true; [ -n "${KEEP:-}
 # Only the programs a box needs: the snapshot after each run is not part of
 # starting a box (roster-snap missing => "snapshots unavailable").
 mkdir -p "$work/bin"
-cp "$BIN/roster-box" "$BIN/roster-task" "$BIN/roster-lock" "$work/bin/"
+cp "$BIN/roster-box" "$BIN/roster-task" "$BIN/roster-lock" "$BIN/roster-reaper" "$work/bin/"
 export ROSTER_EXEC_PATH="$work/bin" ROSTER_HOME="$work/home"
 "$work/bin/roster-task" init >/dev/null 2>&1
 "$work/bin/roster-task" worker add bench --command /bin/true --heartbeat off >/dev/null 2>&1
@@ -34,24 +34,24 @@ echo "worker:x:$uid:$uid::/home/worker:/bin/sh" >"$work/etc/passwd"
 echo "worker:x:$uid:" >"$work/etc/group"
 echo "# briefing" >"$work/self/briefing.md"
 b="$work/bundle"; mkdir -p "$b/rootfs"
-(cd "$b/rootfs" && mkdir -p usr etc home/worker tmp run proc dev opt/roster/bin && ln -s usr/bin bin && ln -s usr/lib lib && ln -s usr/lib64 lib64 && ln -s usr/sbin sbin && touch opt/roster/bin/roster-task opt/roster/bin/roster-lock)
+(cd "$b/rootfs" && mkdir -p usr etc home/worker tmp run proc dev opt/roster/bin && ln -s usr/bin bin && ln -s usr/lib lib && ln -s usr/lib64 lib64 && ln -s usr/sbin sbin && touch opt/roster/bin/roster-task opt/roster/bin/roster-lock opt/roster/bin/roster-reaper)
 (cd "$b" && runc spec)
 bind() { printf '{"destination":"%s","type":"bind","source":"%s","options":["rbind","%s","nosuid","nodev"]}' "$2" "$1" "$3"; }
 tmpfs() { printf '{"destination":"%s","type":"tmpfs","source":"tmpfs","options":["nosuid","nodev","mode=%s"]}' "$1" "$2"; }
 mounts="[$(bind /usr /usr ro),$(bind "$work/etc" /etc ro),$(bind /etc/ssl/certs /etc/ssl/certs ro),$(tmpfs /tmp 1777),$(tmpfs /run 755),$(tmpfs /home/worker 755),\
 $(bind "$W/store" /home/worker/store rw),$(bind "$W/locks" /home/worker/store/.locks rw),$(bind "$work/self" /home/worker/self ro),\
 $(bind "$W/view" /home/worker/self/view ro),$(bind "$W/runs" /home/worker/self/runs ro),$(bind "$work/outbox" /home/worker/self/outbox rw),\
-$(bind "$BIN/roster-task" /opt/roster/bin/roster-task ro),$(bind "$BIN/roster-lock" /opt/roster/bin/roster-lock ro)]"
+$(bind "$BIN/roster-task" /opt/roster/bin/roster-task ro),$(bind "$BIN/roster-lock" /opt/roster/bin/roster-lock ro),$(bind "$BIN/roster-reaper" /opt/roster/bin/roster-reaper ro)]"
 jq --argjson m "$mounts" --argjson uid "$uid" '
   .process.terminal=false | .process.args=["/bin/true"] | .process.user={uid:$uid,gid:$uid}
   | .process.capabilities={} | .root.readonly=true
   | .mounts = ([.mounts[] | select(.destination=="/proc" or .destination=="/dev" or .destination=="/dev/pts" or .destination=="/dev/shm")] + $m)
   | .linux.namespaces += [{"type":"cgroup"}]' "$b/config.json" >"$b/config.json.new" && mv "$b/config.json.new" "$b/config.json"
 runc --root "$work/runc-state" run -b "$b" bench-check >/dev/null </dev/null || { echo "bench/box.sh: runc cannot run the bundle" >&2; exit 1; }
-# The same bundle with roster-box's pid 1 (the reaper, roster-task box-init)
-# in front of /bin/true: what the box's reaper costs runc.
+# The same bundle with roster-box's pid 1 (the reaper, roster-reaper) in
+# front of /bin/true: what the box's reaper costs runc.
 b2="$work/bundle-reaper"; mkdir -p "$b2"
-jq --arg r "$b/rootfs" '.root.path=$r | .process.args=["/opt/roster/bin/roster-task","box-init","--","/bin/true"] | .process.env += ["ROSTER_OUTBOX=/home/worker/self/outbox"]' \
+jq --arg r "$b/rootfs" '.root.path=$r | .process.args=["/opt/roster/bin/roster-reaper","--","/bin/true"]' \
   "$b/config.json" >"$b2/config.json"
 runc --root "$work/runc-state" run -b "$b2" bench-check2 >/dev/null </dev/null || { echo "bench/box.sh: runc cannot run the reaper bundle" >&2; exit 1; }
 
@@ -59,7 +59,8 @@ bw="bwrap --unshare-all --die-with-parent --ro-bind /usr /usr --symlink usr/bin 
 --ro-bind $work/etc /etc --ro-bind /etc/ssl/certs /etc/ssl/certs --proc /proc --dev /dev --tmpfs /tmp --tmpfs /run --tmpfs /home/worker \
 --bind $W/store /home/worker/store --bind $W/locks /home/worker/store/.locks --ro-bind $work/self /home/worker/self \
 --ro-bind $W/view /home/worker/self/view --ro-bind $W/runs /home/worker/self/runs --bind $work/outbox /home/worker/self/outbox \
---ro-bind $BIN/roster-task /opt/roster/bin/roster-task --ro-bind $BIN/roster-lock /opt/roster/bin/roster-lock /bin/true"
+--ro-bind $BIN/roster-task /opt/roster/bin/roster-task --ro-bind $BIN/roster-lock /opt/roster/bin/roster-lock \
+--ro-bind $BIN/roster-reaper /opt/roster/bin/roster-reaper /bin/true"
 
 echo "== a trivial box, start to exit ($RUNS runs each, 2 warm-up)"
 hyperfine -N -w 2 -r "$RUNS" --export-json "$work/h.json" \

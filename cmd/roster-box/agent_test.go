@@ -52,7 +52,7 @@ func agentFixture(t *testing.T, name string, script fakemodel.Script) (*fixture,
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build roster-snap: %v\n%s", err, out)
 	}
-	for _, tool := range []string{"roster-task", "roster-lock"} {
+	for _, tool := range []string{"roster-task", "roster-lock", "roster-reaper"} {
 		if err := os.Symlink(filepath.Join(os.Getenv("ROSTER_EXEC_PATH"), tool), filepath.Join(dir, tool)); err != nil {
 			t.Fatal(err)
 		}

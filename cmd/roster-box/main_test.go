@@ -2,8 +2,9 @@ package main
 
 // These tests run real boxes (root, cgroups): the test binary is the
 // container's init (main.go's init), and, with ROSTER_BOX_AS_MAIN=1, a
-// separate roster-box supervisor process. The static roster-task and
-// roster-lock are built once into a temp folder named by ROSTER_EXEC_PATH.
+// separate roster-box supervisor process. The static roster-task,
+// roster-lock and roster-reaper are built once into a temp folder named by
+// ROSTER_EXEC_PATH.
 
 import (
 	"bytes"
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 	// run: it leaves the worker's host cgroup (the fixture removes it).
 	afterRun = func(cg *box.HostCgroup) { _ = cg.MoveBack() }
 	if os.Geteuid() == 0 {
-		dir, remove := testbin.Temp("roster-task", "roster-lock")
+		dir, remove := testbin.Temp("roster-task", "roster-lock", "roster-reaper")
 		os.Setenv("ROSTER_EXEC_PATH", dir)
 		os.Setenv("ROSTER_BOX_GRACE", "1s")
 		code := m.Run()

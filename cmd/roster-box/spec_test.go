@@ -115,7 +115,7 @@ func TestSnapshotAfterARunIsRecorded(t *testing.T) {
 	if err := testbin.Build(dir, "roster-snap"); err != nil {
 		t.Fatal(err)
 	}
-	for _, tool := range []string{"roster-task", "roster-lock"} {
+	for _, tool := range []string{"roster-task", "roster-lock", "roster-reaper"} {
 		if err := os.Symlink(filepath.Join(os.Getenv("ROSTER_EXEC_PATH"), tool), filepath.Join(dir, tool)); err != nil {
 			t.Fatal(err)
 		}

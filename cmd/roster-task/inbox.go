@@ -11,10 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 
-	"github.com/roster-sh/roster/lib/box/reaper"
 	"github.com/roster-sh/roster/lib/cli"
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/outbox"
@@ -29,7 +26,6 @@ type InboxCLI struct {
 	File     InboxFileCmd     `cmd:"" help:"Add a task to your own list; prints its id."`
 	Set      InboxSetCmd      `cmd:"" help:"Replace the worker-editable part of your list (set_tasks); needs --version N (stale: exit 13)."`
 	Propose  InboxProposeCmd  `cmd:"" help:"Ask an operator to decide something (a gate); prints the gate id."`
-	BoxInit  InboxBoxInitCmd  `cmd:"" name:"box-init" hidden:"" help:"The box's pid 1: run a command, forward signals, reap orphans."`
 }
 
 // InboxCompleteCmd is `roster-task complete [SUMMARY]`.
@@ -139,67 +135,4 @@ func submit(env *cli.Env, a *outbox.Action) (*outbox.Outcome, error) {
 		code = errs.ExitFailure
 	}
 	return o, &errs.Exit{Code: code}
-}
-
-// runBoxInit runs the box's pid 1 (`roster-task box-init -- CMD...` inside
-// a box), first thing in main, before the command-line grammar is built:
-// it is on the start path of every box, and needs none of it. It returns
-// only when the arguments are not box-init's.
-func runBoxInit() {
-	if len(os.Args) > 2 && os.Args[1] == "box-init" && os.Getenv("ROSTER_OUTBOX") != "" {
-		rest, status, gateway := os.Args[2:], -1, ""
-		for len(rest) > 1 {
-			if fd, ok := strings.CutPrefix(rest[0], "--status-fd="); ok {
-				if n, err := strconv.Atoi(fd); err == nil && n > 2 {
-					rest, status = rest[1:], n
-					continue
-				}
-			}
-			if g, ok := strings.CutPrefix(rest[0], "--gateway="); ok {
-				rest, gateway = rest[1:], g
-				continue
-			}
-			break
-		}
-		if rest[0] == "--" {
-			os.Exit(boxInit(os.Stderr, rest[1:], status, gateway))
-		}
-	}
-}
-
-// boxInit runs the box's command under the reaper; gateway ("ADDR,SOCK")
-// also relays ADDR to the run's gateway socket SOCK.
-func boxInit(stderr io.Writer, args []string, status int, gateway string) int {
-	if addr, sock, ok := strings.Cut(gateway, ","); ok {
-		if _, err := reaper.Relay(addr, sock); err != nil {
-			fmt.Fprintf(stderr, "roster-task: box-init: gateway relay on %s: %v\n", addr, err)
-		}
-	}
-	code, err := reaper.Run(args, os.Environ(), status)
-	if err != nil {
-		fmt.Fprintf(stderr, "roster-task: box-init: %s: %v\n", strconv.Quote(firstOr(args)), err)
-	}
-	return code
-}
-
-// InboxBoxInitCmd is the hidden pid 1 of every box.
-type InboxBoxInitCmd struct {
-	StatusFD int      `name:"status-fd" default:"-1" hidden:"" help:"A descriptor on which to say how a signal ended the command."`
-	Gateway  string   `name:"gateway" hidden:"" help:"ADDR,SOCK: relay TCP ADDR to the gateway's Unix socket SOCK."`
-	Command  []string `arg:"" passthrough:"" help:"The command (after --)."`
-}
-
-func (c *InboxBoxInitCmd) Run(env *cli.Env) error {
-	args := c.Command
-	if len(args) > 0 && args[0] == "--" {
-		args = args[1:]
-	}
-	return &errs.Exit{Code: boxInit(env.Stderr, args, c.StatusFD, c.Gateway)}
-}
-
-func firstOr(s []string) string {
-	if len(s) == 0 {
-		return ""
-	}
-	return s[0]
 }

@@ -29,7 +29,6 @@ type CLI struct {
 }
 
 func main() {
-	runBoxInit()
 	args := fixArgs(os.Args[1:])
 	if os.Getenv("ROSTER_OUTBOX") != "" {
 		os.Exit(cli.Main("roster-task", &InboxCLI{}, args))

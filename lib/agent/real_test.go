@@ -25,13 +25,13 @@ import (
 //
 // The agent runs in a network namespace of its own with loopback only (an
 // agent may look up and dial public hosts: update checks, telemetry): the
-// scripted model serves on a Unix socket, which roster-task box-init's
-// relay, as in a box, makes 127.0.0.1:3128 in that namespace.
+// scripted model serves on a Unix socket, which roster-reaper's relay, as
+// in a box, makes 127.0.0.1:3128 in that namespace.
 func TestRealAgentOnTheHostFollowsTheScript(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a network namespace of its own needs root (CI runs as root)")
 	}
-	bin, remove := testbin.Temp("roster-task")
+	bin, remove := testbin.Temp("roster-reaper")
 	defer remove()
 	for _, tc := range []struct{ test, agent, tool, provider, style, model, path string }{
 		{"pi", "pi", "bash", "anthropic", "anthropic", "", "/v1/messages"},
@@ -88,13 +88,12 @@ func TestRealAgentOnTheHostFollowsTheScript(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			// unshare: loopback only; box-init relays 127.0.0.1:3128 to the socket
+			// unshare: loopback only; roster-reaper relays 127.0.0.1:3128 to the socket
 			wrap := append([]string{"--net", "--", "/bin/sh", "-c", `ip link set lo up && exec "$0" "$@"`,
-				filepath.Join(bin, "roster-task"), "box-init", "--gateway=127.0.0.1:3128," + sock, "--", exe}, args...)
+				filepath.Join(bin, "roster-reaper"), "--gateway=127.0.0.1:3128," + sock, "--", exe}, args...)
 			cmd := exec.CommandContext(ctx, "unshare", wrap...)
 			cmd.Dir = home
-			cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin:/usr/sbin:/sbin", "IS_SANDBOX=1", // claude refuses bypassPermissions as root elsewhere
-				"ROSTER_OUTBOX=" + filepath.Join(dir, "outbox")} // box-init's mark
+			cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin:/usr/sbin:/sbin", "IS_SANDBOX=1"} // claude refuses bypassPermissions as root elsewhere
 			for _, e := range p.Env {
 				cmd.Env = append(cmd.Env, mapPath(e))
 			}

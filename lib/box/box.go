@@ -180,7 +180,7 @@ func launch(ctx context.Context, s *Spec, briefing []byte, io Stdio, gate chan e
 
 // initArgs is pid 1's command line before the box's command.
 func initArgs(s *Spec) []string {
-	a := []string{BoxBin + "/" + ReaperTool, "box-init", "--status-fd=3"}
+	a := []string{BoxBin + "/" + ReaperTool, "--status-fd=3"}
 	if s.Network == "gateway" {
 		a = append(a, "--gateway="+BoxGatewayAddr+","+BoxGatewaySock)
 	}
@@ -197,7 +197,7 @@ func boxConfig(s *Spec, briefing []byte) (*configs.Config, error) {
 	}
 	reaper, ok := s.Tools[ReaperTool]
 	if !ok || reaper == "" {
-		return nil, fmt.Errorf("%s not found: the box's pid 1 and actions need it beside roster-box", ReaperTool)
+		return nil, fmt.Errorf("%s not found: the box's pid 1 needs it beside roster-box", ReaperTool)
 	}
 	if err := checkHostPaths(s); err != nil {
 		return nil, err

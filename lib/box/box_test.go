@@ -17,15 +17,15 @@ import (
 )
 
 // The test binary is the box's init (runc re-executes it as "init") and
-// its reaper (bind-mounted as roster-task and run as "box-init").
+// its reaper (bind-mounted as roster-reaper, run as "--status-fd=3 --").
 func init() {
 	if len(os.Args) > 1 && os.Args[1] == "init" {
 		libcontainer.Init()
 	}
-	if len(os.Args) > 3 && os.Args[1] == "box-init" && os.Args[2] == "--status-fd=3" && os.Args[3] == "--" {
-		code, err := reaper.Run(os.Args[4:], os.Environ(), 3)
+	if len(os.Args) > 2 && os.Args[1] == "--status-fd=3" && os.Args[2] == "--" {
+		code, err := reaper.Run(os.Args[3:], os.Environ(), 3)
 		if err != nil {
-			os.Stderr.WriteString("box-init: " + err.Error() + "\n")
+			os.Stderr.WriteString("roster-reaper: " + err.Error() + "\n")
 		}
 		os.Exit(code)
 	}
@@ -63,7 +63,7 @@ func testSpec(t *testing.T, cmd ...string) *Spec {
 		Worker: "tester", Run: run, UID: testUID, Command: cmd, Network: "none",
 		Memory: 256 << 20, Pids: 128, CPUs: 1,
 		Store: w.Store(), Locks: w.Locks(), View: w.View(), Runs: w.Runs(), RunDir: w.Run(run),
-		Tools: map[string]string{"roster-task": exe},
+		Tools: map[string]string{ReaperTool: exe},
 	}
 }
 

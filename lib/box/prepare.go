@@ -127,7 +127,7 @@ func Prepare(ctx context.Context, r Request) (*Supervision, error) {
 			return nil, err
 		}
 	}
-	for _, t := range []string{"roster-task", "roster-lock"} {
+	for _, t := range []string{"roster-task", "roster-lock", ReaperTool} {
 		if p, err := suite.Find(t); err == nil {
 			s.Tools[t] = p
 		}

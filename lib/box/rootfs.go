@@ -13,8 +13,10 @@ import (
 // The generated root: one shared, root-owned skeleton (mount points and the
 // merged-/usr links) under /run/roster, used read-only by every box that has
 // no rootfs of its own; runc bind-mounts it onto itself and pivots into it,
-// so boxes never write to it.
-const rootfsName = "rootfs-1"
+// so boxes never write to it. The number goes up when the skeleton
+// changes (2: the mount point of roster-reaper, the box's pid 1), so a
+// root made by an older roster-box is never used with mounts it lacks.
+const rootfsName = "rootfs-2"
 
 var rootfsDirs = []string{"usr", "etc", "home/worker", "tmp", "run", "proc", "dev", "opt/roster/bin"}
 var rootfsLinks = [][2]string{{"bin", "usr/bin"}, {"lib", "usr/lib"}, {"lib64", "usr/lib64"}, {"sbin", "usr/sbin"}}

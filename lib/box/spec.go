@@ -33,7 +33,7 @@ type Spec struct {
 	Runs         string            // data/workers/W/runs
 	RunDir       string            // data/workers/W/runs/RUN
 	AgentDir     string            // runs/RUN/agent, writable at agent.BoxAgentDir; "" = not an agent run
-	Tools        map[string]string // in-box name → host path of a static suite binary (roster-task, roster-lock)
+	Tools        map[string]string // in-box name → host path of a static suite binary (roster-task, roster-lock, roster-reaper)
 }
 
 // Connection is an extra host folder granted to the box at $HOME/At.
@@ -55,9 +55,11 @@ const (
 	BoxPath     = BoxBin + ":/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 )
 
-// ReaperTool is the in-box program that runs as pid 1 (`roster-task
-// box-init -- CMD...`): static, so it runs in any rootfs.
-const ReaperTool = "roster-task"
+// ReaperTool is the in-box program that runs as pid 1 (`roster-reaper
+// --status-fd=3 -- CMD...`): static, so it runs in any rootfs, and a
+// program of its own, linked with the reaper alone, as it starts with
+// every box.
+const ReaperTool = "roster-reaper"
 
 // Grace is how long a box has between SIGTERM and SIGKILL at its ceiling.
 // ROSTER_BOX_GRACE (a Go duration) overrides it; it is a test knob.
