@@ -192,6 +192,9 @@ func (s *session) build(roots []root, partial, prevID string, byPath, rec map[st
 	}
 	defer unix.Close(pfd)
 	w := newWalker(byPath, true)
+	// About as many entries as last time: one allocation, not a doubling
+	// copy of a growing slice (which touched twice the memory).
+	w.entries = make([]Entry, 0, len(byPath)+len(byPath)/8+16)
 	w.rec = rec
 	w.snapFd = pfd
 	w.progress = progress
