@@ -484,11 +484,14 @@ func (d *fdec) templateLast(p **TemplateLast) bool {
 // as decodeFast checks it (or the file sealed by its writer, sealed.go),
 // and kept encoded as one block in the writer's form.
 type rawFile struct {
-	data  []byte
-	block []byte          // the tasks as the writer writes them: "\n{...},\n{...}", empty for none
-	n     int             // how many tasks block holds
-	idset map[string]bool // block's ids when it was checked task by task; nil when sealed
-	added []Task          // appended by this change
+	data   []byte
+	block  []byte // the tasks as the writer writes them: "\n{...},\n{...}", empty for none
+	off    int    // where block starts in data, when it is data's own bytes (a sealed read)
+	sum    uint32 // block's CRC-32C, once summed
+	summed bool
+	n      int             // how many tasks block holds
+	idset  map[string]bool // block's ids when it was checked task by task; nil when sealed
+	added  []Task          // appended by this change
 }
 
 func (d *fdec) rawTasks() bool {
@@ -647,7 +650,7 @@ func (r *rawFile) ids() []string {
 
 // entries is the tasks array's text from its "[" on and the templates
 // after it, to the end of the file (the file is its head, then this),
-// in pieces, the first of them block itself.
+// in pieces, the second of them block itself (entriesBlock).
 func (r *rawFile) entries(templates []Template) ([][]byte, error) {
 	var b []byte
 	var err error
@@ -665,6 +668,9 @@ func (r *rawFile) entries(templates []Template) ([][]byte, error) {
 	}
 	return [][]byte{[]byte("\n\"tasks\":["), r.block, b}, nil
 }
+
+// entriesBlock is the index of block among entries' pieces.
+const entriesBlock = 1
 
 // decodeFast reads a tasks.json the way json.Unmarshal into File would, or
 // says ok=false. hasFormat tells whether the "format" key was there.

@@ -49,6 +49,84 @@ func sealed(seal string, data []byte) bool {
 	return seal != "" && seal == sealText(len(data), crc32.Checksum(data, castagnoli))
 }
 
+// checkSeal tells whether r's file is what a file sealed seal holds,
+// summing its tasks' block apart from the rest (one pass over the file, as
+// sealed): the block's sum is kept for the file that the change writes,
+// which holds the same block (blockSum).
+func (r *rawFile) checkSeal(seal string) bool {
+	if seal == "" {
+		return false
+	}
+	end := r.off + len(r.block)
+	sum := crc32.Checksum(r.block, castagnoli)
+	c := crc32.Checksum(r.data[:r.off], castagnoli)
+	c = crc32.Update(crc32Combine(c, sum, len(r.block)), castagnoli, r.data[end:])
+	if seal != sealText(len(r.data), c) {
+		return false
+	}
+	r.sum, r.summed = sum, true
+	return true
+}
+
+// blockSum is the CRC-32C of r's block.
+func (r *rawFile) blockSum() uint32 {
+	if !r.summed {
+		r.sum, r.summed = crc32.Checksum(r.block, castagnoli), true
+	}
+	return r.sum
+}
+
+// sealOf is the seal of a file made of pieces, in order; the piece at
+// index known (-1: none) has CRC-32C sum, and is not summed again.
+func sealOf(pieces [][]byte, known int, sum uint32) string {
+	var c uint32
+	size := 0
+	for i, b := range pieces {
+		if i == known {
+			c = crc32Combine(c, sum, len(b))
+		} else {
+			c = crc32.Update(c, castagnoli, b)
+		}
+		size += len(b)
+	}
+	return sealText(size, c)
+}
+
+// crc32Combine is the CRC-32C of a followed by b, from a's CRC, b's and
+// b's length (zlib's crc32_combine, for the Castagnoli polynomial): the
+// checksum of the 2 MB of tasks a sealed add keeps is taken once, when
+// the seal is checked, not again for the file it writes.
+func crc32Combine(crcA, crcB uint32, lenB int) uint32 {
+	// crcA times x^(8 lenB) modulo the polynomial, plus crcB. Bit 31 is
+	// x^0 (the reflected form hash/crc32 uses).
+	p := uint32(1) << 31   // x^0
+	x2n := uint32(1) << 30 // x^1, squared on each step: x^(2^k)
+	for k, n := 0, uint64(lenB)*8; n != 0; k, n = k+1, n>>1 {
+		if n&1 != 0 {
+			p = multModP(x2n, p)
+		}
+		x2n = multModP(x2n, x2n)
+	}
+	return multModP(p, crcA) ^ crcB
+}
+
+// multModP is a times b modulo the Castagnoli polynomial (reflected).
+func multModP(a, b uint32) uint32 {
+	const poly = 0x82f63b78 // crc32.Castagnoli
+	var p uint32
+	for m := uint32(1) << 31; m != 0; m >>= 1 {
+		if a&m != 0 {
+			p ^= b
+		}
+		if b&1 != 0 {
+			b = b>>1 ^ poly
+		} else {
+			b >>= 1
+		}
+	}
+	return p
+}
+
 // readSeal returns f's seal, "" if it has none or it cannot be read.
 func readSeal(f *os.File) string {
 	rc, err := f.SyscallConn()
@@ -130,7 +208,7 @@ func decodeSealed(data []byte) (*rawFile, *File, bool) {
 	if i < 0 {
 		return nil, nil, false
 	}
-	r := &rawFile{data: data, block: data[d.i : d.i+i]}
+	r := &rawFile{data: data, block: data[d.i : d.i+i], off: d.i}
 	r.n = bytes.Count(r.block, []byte{'\n'})
 	if r.n > 0 && !bytes.HasPrefix(r.block, []byte("\n{\"id\":")) {
 		return nil, nil, false
@@ -169,8 +247,8 @@ func readRaw(path string) (*rawFile, *File, error) {
 	if err != nil {
 		return nil, nil, refused(path, "cannot read: %v", err)
 	}
-	if sealed(seal, data) {
-		if r, f, ok := decodeSealed(data); ok {
+	if seal != "" {
+		if r, f, ok := decodeSealed(data); ok && r.checkSeal(seal) {
 			return r, f, nil
 		}
 	}
@@ -192,9 +270,9 @@ type pendingFile struct {
 }
 
 // writePending writes pieces, in order, to a new temporary file for path
-// (sealed if seal), with mode perm exactly; nothing replaces path until
-// rename.
-func writePending(path string, perm os.FileMode, pieces [][]byte, seal bool) (*pendingFile, error) {
+// (sealed with seal unless it is ""), with mode perm exactly; nothing
+// replaces path until rename.
+func writePending(path string, perm os.FileMode, pieces [][]byte, seal string) (*pendingFile, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"*")
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
@@ -204,20 +282,14 @@ func writePending(path string, perm os.FileMode, pieces [][]byte, seal bool) (*p
 		p.abandon()
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
-	var sum uint32
-	size := 0
 	for _, b := range pieces {
 		if _, err := f.Write(b); err != nil {
 			p.abandon()
 			return nil, fmt.Errorf("write %s: %w", path, err)
 		}
-		if seal {
-			sum = crc32.Update(sum, castagnoli, b)
-			size += len(b)
-		}
 	}
-	if seal {
-		setSeal(f, sealText(size, sum))
+	if seal != "" {
+		setSeal(f, seal)
 	}
 	return p, nil
 }
@@ -246,6 +318,29 @@ func (p *pendingFile) rename() error {
 		return fmt.Errorf("write %s: %w", p.path, err)
 	}
 	p.done = true
+	return nil
+}
+
+// held is a file about to be replaced, kept open (O_PATH: no reading, no
+// blocking on odd files) so that its rename does not free it; -1 if there
+// was none.
+type held int
+
+// hold opens path's file to be let go after its replacement.
+func hold(path string) held {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return held(fd)
+}
+
+// release lets the file go (its blocks are freed now if it was replaced);
+// never fails.
+func (h held) release() error {
+	if h >= 0 {
+		unix.Close(int(h))
+	}
 	return nil
 }
 

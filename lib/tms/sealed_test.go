@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"hash/crc32"
+	"math/rand/v2"
 	"os"
 	"reflect"
 	"testing"
@@ -105,5 +107,38 @@ func TestSealDoesNotCoverAnEditedFile(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(p.W.TasksFile()); !bytes.Equal(after, bad) {
 		t.Fatal("the refused file was rewritten")
+	}
+}
+
+// crc32Combine gives the checksum of two pieces one after the other, as
+// one pass over both does, whatever their lengths (empty ones too).
+func TestCRC32Combine(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	buf := make([]byte, 3<<20)
+	for i := range buf {
+		buf[i] = byte(rng.Uint32())
+	}
+	lens := []int{0, 1, 2, 3, 7, 8, 9, 63, 64, 65, 1000, 4096, 1 << 20, 3<<20 - 5}
+	for _, la := range lens {
+		for _, lb := range lens {
+			if la+lb > len(buf) {
+				continue
+			}
+			a, b := buf[:la], buf[la:la+lb]
+			want := crc32.Checksum(buf[:la+lb], castagnoli)
+			if got := crc32Combine(crc32.Checksum(a, castagnoli), crc32.Checksum(b, castagnoli), lb); got != want {
+				t.Fatalf("combine of %d and %d bytes: %08x, want %08x", la, lb, got, want)
+			}
+		}
+	}
+	pieces := [][]byte{buf[:10], buf[10:5000], nil, buf[5000:5001], buf[5001 : 1<<20]}
+	for known := -1; known < len(pieces); known++ {
+		var sum uint32
+		if known >= 0 {
+			sum = crc32.Checksum(pieces[known], castagnoli)
+		}
+		if got, want := sealOf(pieces, known, sum), sealText(1<<20, crc32.Checksum(buf[:1<<20], castagnoli)); got != want {
+			t.Fatalf("sealOf with piece %d known: %q, want %q", known, got, want)
+		}
 	}
 }
