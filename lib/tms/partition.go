@@ -175,29 +175,54 @@ func (p *Partition) beginRaw(ctx context.Context, raw bool) (*txn, error) {
 			t.end()
 		}
 	}()
-	var f *File
-	if raw {
-		t.raw, f, err = readRaw(p.W.TasksFile())
-	} else {
-		f, err = readFile(p.W.TasksFile())
+	// tasks.json is read (and checked) while the journal's tail is found:
+	// the two are independent, and both only read. A journal to be made,
+	// or whose torn tail must be cut (after a crash), waits for
+	// tasks.json, so that a refused tasks.json leaves both as they were.
+	type tasksRead struct {
+		raw *rawFile
+		f   *File
+		err error
 	}
-	if err != nil {
-		return nil, err
+	got := make(chan tasksRead, 1)
+	go func() {
+		var r tasksRead
+		if raw {
+			r.raw, r.f, r.err = readRaw(p.W.TasksFile())
+		} else {
+			r.f, r.err = readFile(p.W.TasksFile())
+		}
+		got <- r
+	}()
+	jt := readTail(p.W.Journal())
+	tr := <-got
+	t.j = jt.j
+	if tr.err != nil {
+		return nil, tr.err
 	}
-	t.f = f
-	j, err := os.OpenFile(p.W.Journal(), os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", p.W.Journal(), err)
+	t.raw, t.f = tr.raw, tr.f
+	f := t.f
+	if jt.again {
+		if t.j != nil {
+			t.j.Close()
+		}
+		j, err := os.OpenFile(p.W.Journal(), os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			t.j = nil
+			return nil, fmt.Errorf("open %s: %w", p.W.Journal(), err)
+		}
+		t.j = j
+		if _, err := fsx.RepairTail(j); err != nil {
+			return nil, err
+		}
+		if jt.seq, jt.ver, jt.size, jt.err = tailAt(j); jt.err != nil {
+			return nil, jt.err
+		}
+	} else if jt.err != nil {
+		return nil, jt.err
 	}
-	t.j = j
-	if _, err := fsx.RepairTail(j); err != nil {
-		return nil, err
-	}
-	var size int64
-	t.seq, t.ver, size, err = tailAt(j)
-	if err != nil {
-		return nil, err
-	}
+	t.seq, t.ver = jt.seq, jt.ver
+	size := jt.size
 	t.at = cursorAt(t.seq, size)
 	switch {
 	case t.ver < f.Version:
@@ -215,6 +240,40 @@ func (p *Partition) beginRaw(ctx context.Context, raw bool) (*txn, error) {
 	}
 	ok = true
 	return t, nil
+}
+
+// journalTail is the journal as begin opens it, and its end.
+type journalTail struct {
+	j              *os.File
+	seq, ver, size int64 // tailAt's
+	err            error // tailAt's
+	again          bool  // missing, unreadable or torn: opened again (made, repaired) once tasks.json is read
+}
+
+// readTail opens the journal for a change and finds its end (tailAt),
+// reading only: a journal that must first be made or repaired is left to
+// begin (again).
+func readTail(path string) (jt journalTail) {
+	j, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		jt.again = true
+		return jt
+	}
+	jt.j = j
+	fi, err := j.Stat()
+	if err != nil {
+		jt.again = true
+		return jt
+	}
+	if n := fi.Size(); n > 0 {
+		var last [1]byte
+		if _, err := j.ReadAt(last[:], n-1); err != nil || last[0] != '\n' {
+			jt.again = true
+			return jt
+		}
+	}
+	jt.seq, jt.ver, jt.size, jt.err = tailAt(j)
+	return jt
 }
 
 // ensureDirs makes the partition's folders, in order; view/ is the last,

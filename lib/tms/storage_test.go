@@ -109,6 +109,40 @@ func TestCorruptTasksJSONIsRefusedAndLeftUntouched(t *testing.T) {
 	}
 }
 
+// tasks.json is read while the journal's tail is found (begin), but a
+// journal that would be repaired or made waits for tasks.json: a refused
+// tasks.json leaves a torn journal torn and a missing one missing, and is
+// the refusal named even when the journal's last line is corrupt too.
+func TestRefusedTasksJSONLeavesTheJournalAsItWas(t *testing.T) {
+	for name, tail := range map[string]string{
+		"torn":    `{"seq":2,"version":2,"at":"2026-`,
+		"corrupt": "{\"seq\":2,nonsense}\n",
+		"missing": "",
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, _ := open(t, newHome(t, "dobby"), "dobby")
+			mustAdd(t, p, NewTask{Text: "a"})
+			os.WriteFile(p.W.TasksFile(), []byte(`{"format":1,"version":1,"tasks":[{"id":`), 0o600)
+			if name == "missing" {
+				os.Remove(p.W.Journal())
+			} else {
+				j, _ := os.OpenFile(p.W.Journal(), os.O_APPEND|os.O_WRONLY, 0)
+				j.WriteString(tail)
+				j.Close()
+			}
+			before, beforeErr := os.ReadFile(p.W.Journal())
+			_, err := p.Add(ctx, NewTask{Text: "b"})
+			if !errors.Is(err, errs.ErrRefused) || !strings.Contains(err.Error(), p.W.TasksFile()) {
+				t.Fatalf("add: %v", err)
+			}
+			after, afterErr := os.ReadFile(p.W.Journal())
+			if !bytes.Equal(before, after) || (beforeErr == nil) != (afterErr == nil) {
+				t.Fatalf("journal was touched: %q (%v), now %q (%v)", before, beforeErr, after, afterErr)
+			}
+		})
+	}
+}
+
 func TestRebuildRestoresDeletedTasksJSON(t *testing.T) {
 	p, c := open(t, newHome(t, "dobby"), "dobby")
 	a := mustAdd(t, p, NewTask{Text: "a"})
