@@ -63,10 +63,15 @@ func (c *RunCmd) Run(g *cli.Globals, env *cli.Env) error {
 	// is the next supervisor's, or `roster-box reap`'s to remove.
 	defer afterRun(cg)
 	box.TraceMark(ctx, "host cgroup")
+	// The join waited a grace period of the kernel's for its migration;
+	// held open, the box's own migration into its cgroups waits none.
+	hold := cg.HoldOpen()
+	defer hold()
 	sup, err := box.Prepare(ctx, req)
 	if err != nil {
 		return err
 	}
+	sup.SetUp = hold
 	dispatched := req.Dispatched()
 
 	// SIGTERM (roster-box kill) and SIGHUP end the box; an attached

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/cgroups/fs2"
@@ -240,6 +242,58 @@ func cgroupGone(err error) bool {
 	return errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrExist) ||
 		errors.Is(err, unix.ENODEV) || errors.Is(err, unix.EINVAL)
 }
+
+// HoldOpen keeps the kernel's cgroup migrations cheap from the join until
+// stop is called: `roster-box run` calls it after the join and stops it
+// once the container is set up, so that the box's own migration into its
+// cgroups (libcontainer's, which runc pays too) waits no grace period.
+//
+// Every migration (a write to cgroup.procs) takes the kernel's one
+// cgroup_threadgroup_rwsem for writing, whose rcu_sync waits a whole RCU
+// grace period (8 to 16 ms here, jiffy-bound) unless another writer came
+// within the last one. The join pays that wait once; the box's migration
+// shares it only if it comes within a grace period after, which a start
+// does not make reliably (quiet: about half the time, at load 8: 6 runs in
+// 20). So the supervisor writes its own pid into the cgroup it is already
+// in (no migration, nothing moved) every 2 ms meanwhile: each such write is
+// a writer, which keeps the fast path open for the next. Best effort: an
+// error ends it. Nil (no host cgroup) does nothing.
+func (c *HostCgroup) HoldOpen() (stop func()) {
+	if c == nil {
+		return func() {}
+	}
+	f, err := cgroups.OpenFile(c.Path, cgroups.CgroupProcesses, os.O_WRONLY)
+	if err != nil {
+		return func() {}
+	}
+	pid := []byte(strconv.Itoa(os.Getpid()))
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		defer f.Close()
+		tick := time.NewTicker(holdEvery)
+		defer tick.Stop()
+		for deadline := time.Now().Add(holdFor); time.Now().Before(deadline); {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if _, err := f.Write(pid); err != nil {
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done); <-ended }) }
+}
+
+// holdEvery is how often HoldOpen writes (well within a grace period),
+// holdFor the longest it holds whatever happens to its stop.
+const (
+	holdEvery = 2 * time.Millisecond
+	holdFor   = 10 * time.Second
+)
 
 // MoveBack moves the process back to the cgroup it left for c (or, if
 // that is gone, to the hierarchy's root), leaving c in place for the

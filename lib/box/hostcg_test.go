@@ -482,3 +482,71 @@ func TestBoxCgroupChild(t *testing.T) {
 	fmt.Println("box", boxCgroup(run, &cgroups.Resources{}).Path)
 	os.Exit(0)
 }
+
+// HoldOpen's writes (the supervisor's own pid into the cgroup it is in)
+// move nothing and bound nothing new: held, the supervisor stays in its
+// bounded cgroup; stopped, the writes have ended, so a move out stays out.
+func TestHostCgroupHoldOpenMovesNothingAndStops(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("cgroups need root")
+	}
+	worker := "hcg-hold-" + strconv.Itoa(os.Getpid())
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHostCgroupHoldChild$")
+	cmd.Env = append(os.Environ(), hostcgHoldChild+"="+worker)
+	t.Cleanup(func() { _ = RemoveHostCgroup(HostCgroupName(testHome, worker)) })
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.HasSuffix(string(out), "ok\n") {
+		t.Fatalf("child: %v: %s", err, out)
+	}
+}
+
+const hostcgHoldChild = "ROSTER_TEST_HOSTCG_HOLD" // "WORKER"
+
+// TestHostCgroupHoldChild joins, holds the cgroup open while it checks it
+// is in it, bounded, stops, moves back out and checks it stays out.
+func TestHostCgroupHoldChild(t *testing.T) {
+	worker := os.Getenv(hostcgHoldChild)
+	if worker == "" {
+		t.Skip("the child of TestHostCgroupHoldOpenMovesNothingAndStops")
+	}
+	const bound = 64 << 20
+	fail := func(format string, a ...any) {
+		fmt.Printf(format+"\n", a...)
+		os.Exit(1)
+	}
+	before, err := here()
+	if err != nil {
+		fail("here: %v", err)
+	}
+	name := HostCgroupName(testHome, worker)
+	cg, err := JoinHostCgroup(name, bound)
+	if err != nil {
+		fail("join: %v", err)
+	}
+	stop := cg.HoldOpen()
+	// Checked over several of its writes (holdEvery apart): coverage, not
+	// a bound on anything.
+	for i, start := 0, time.Now(); i < 50 || time.Since(start) < 10*holdEvery; i++ {
+		in, err := here()
+		if err != nil || in.own != path.Join(before.parent, name) {
+			fail("held: in %q (%v), want %s", in.own, err, path.Join(before.parent, name))
+		}
+		if got, err := memoryLimit(cg.Path); err != nil || got != bound {
+			fail("held: bound %d (%v), want %d", got, err, bound)
+		}
+	}
+	stop()
+	stop() // once is enough; again does nothing
+	if err := cg.MoveBack(); err != nil {
+		fail("move back: %v", err)
+	}
+	for i := 0; i < 50; i++ {
+		if in, err := here(); err != nil || in.own != before.own {
+			fail("stopped and moved back: in %q (%v), want %s", in.own, err, before.own)
+		}
+	}
+	var none *HostCgroup
+	none.HoldOpen()() // no host cgroup: nothing to hold
+	fmt.Println("ok")
+	os.Exit(0)
+}

@@ -62,6 +62,11 @@ type Supervision struct {
 	// (docs/agents.md); its plan is made when the box starts.
 	Agent *AgentRun
 
+	// SetUp, if set, is called once the container has been set up (its
+	// processes moved into their cgroups) or has failed to start:
+	// `roster-box run` ends its HostCgroup.HoldOpen there.
+	SetUp func()
+
 	// OnFailure is org.toml's [notify] on_failure (lib/notify), run by
 	// finish for a run attested failed or ended by its ceiling; Home is
 	// the home's folder it is told.
@@ -335,6 +340,9 @@ func (s *Supervision) start(ctx context.Context, r *supervised) (*Box, error) {
 	lerr := agentErr // a missing agent: the box never starts
 	if lerr == nil {
 		b, lerr = LaunchAfter(ctx, sp, r.brief, stdio, ready)
+	}
+	if s.SetUp != nil {
+		s.SetUp()
 	}
 	outW.Close()
 	if errW != nil {
