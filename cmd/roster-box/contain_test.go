@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -224,5 +225,116 @@ sleep 600`)
 	}
 	if box.Running(run) {
 		t.Fatal("the box outlived its supervisor's SIGTERM")
+	}
+}
+
+// runHoldingFirstAction runs the claimed task's box in a supervisor
+// process of its own and holds the worker's partition lock from the
+// moment the run's first action has been taken until ActionBurst and a
+// half have passed, so that one action costs more host time than a run's
+// burst.
+func (f *fixture) runHoldingFirstAction(task, run string) {
+	f.t.Helper()
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe, "run", "dobby", "--home", f.h.Dir, "--task", task, "--run", run)
+	cmd.Env = append(os.Environ(), "ROSTER_BOX_AS_MAIN=1")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	defer func() {
+		if err := cmd.Wait(); err != nil {
+			f.t.Fatalf("roster-box run: %v: %s", err, errb.String())
+		}
+	}()
+	waitFor(f.t, func() bool { _, err := os.Stat(filepath.Join(f.w.Store(), "ready")); return err == nil })
+	lk, err := fsx.LockPath(context.Background(), f.w.TasksLock(), false, fsx.Forever)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer lk.Unlock()
+	waitFor(f.t, func() bool {
+		claims, _ := filepath.Glob(filepath.Join(f.w.Run(run), "outbox", "tmp", "*.claim"))
+		return len(claims) > 0
+	})
+	// Not a wait for anything: the length of the first action, which
+	// the supervisor charges to the run's credit.
+	time.Sleep(box.ActionBurst + box.ActionBurst/2)
+}
+
+// Containment, action pacing: a run's actions get box.ActionShare of the
+// wall time after a burst of box.ActionBurst. The first filing here takes
+// longer than the burst (the test holds the partition lock while the
+// supervisor applies it), so the next ones wait for credit: every one is
+// still answered, in order and ok, the box simply waits longer for its
+// answers, and the run's record says they were paced.
+func TestBoxActionsArePacedAfterTheirBurst(t *testing.T) {
+	f := newFixture(t, job, "")
+	f.setJob(`: > "$HOME/store/ready"
+for i in 1 2 3 4 5; do roster-task file "task $i" >/dev/null || echo "FAIL file $i"; done
+roster-task complete "filed five" || echo "FAIL complete"`)
+	task, run := f.claim(tms.NewTask{Text: "file five tasks"})
+	f.runHoldingFirstAction(task, run)
+	rec, err := runs.ReadRecord(f.w.Run(run))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := f.transcript(run); strings.Contains(out, "FAIL") {
+		t.Fatalf("box:\n%s", out)
+	}
+	checkPaced(t, rec, 6)
+	if rec.Attested != "completed" {
+		t.Fatalf("attested %q", rec.Attested)
+	}
+}
+
+// The same when the box posts its actions and exits without waiting for
+// the answers (straight into new/): what is left when it has ended is
+// served at the run's end, paced the same, and nothing is lost.
+func TestBoxActionsLeftAtTheEndArePacedToo(t *testing.T) {
+	f := newFixture(t, job, "")
+	f.setJob(`: > "$HOME/store/ready"
+o="$ROSTER_OUTBOX"
+for i in $(seq 1 12); do
+	printf '{"format":1,"kind":"file","text":"task %s"}' "$i" > "$o/tmp/a$i"
+	mv "$o/tmp/a$i" "$o/new/$i.json"
+done`)
+	task, run := f.claim(tms.NewTask{Text: "post twelve and go"})
+	f.runHoldingFirstAction(task, run)
+	rec, err := runs.ReadRecord(f.w.Run(run))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPaced(t, rec, 12)
+	open, err := f.part.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	filed := 0
+	for _, tk := range open.Tasks {
+		if strings.HasPrefix(tk.Text, "task ") {
+			filed++
+		}
+	}
+	if filed != 12 {
+		t.Fatalf("%d of the 12 filings are in tasks.json", filed)
+	}
+}
+
+// checkPaced wants n actions in the record, numbered 1..n in order and
+// all ok, and the evidence saying they were paced.
+func checkPaced(t *testing.T, rec *runs.Record, n int) {
+	t.Helper()
+	if len(rec.Actions) != n {
+		t.Fatalf("%d actions recorded, want %d: %+v", len(rec.Actions), n, rec.Actions)
+	}
+	for i, a := range rec.Actions {
+		if a.N != i+1 || a.Outcome != "ok" {
+			t.Fatalf("action %d: %+v", i+1, a)
+		}
+	}
+	if rec.Evidence == nil || !strings.Contains(rec.Evidence.Note, "actions paced: ") {
+		t.Fatalf("evidence: %+v", rec.Evidence)
 	}
 }

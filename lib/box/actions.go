@@ -12,18 +12,71 @@ import (
 	"github.com/roster-sh/roster/lib/tms"
 )
 
-// serveActions answers everything new in the outbox; it reports whether
-// there was anything.
-func (s *Supervision) serveActions(ctx context.Context, ob *outbox.Reader, rec *runs.Record, ev *runs.Evidence) bool {
-	ents, err := ob.Poll()
-	if err != nil || len(ents) == 0 {
+// serveActions answers what is new in the outbox, as much as the pacer
+// allows (nil: everything); it reports whether there was anything.
+func (s *Supervision) serveActions(ctx context.Context, ob *outbox.Reader, rec *runs.Record, ev *runs.Evidence, p *pacer) bool {
+	any := false
+	for ctx.Err() == nil { // stopped: the rest is left unread
+		if p != nil && !p.ready() {
+			if !ob.Capped() && ob.Ignored() > 0 {
+				p.hold() // an action waits for credit
+			}
+			break
+		}
+		n := 0
+		if p != nil {
+			n = ActionBatch
+		}
+		ents, err := ob.PollUpTo(n)
+		if err != nil || len(ents) == 0 {
+			break
+		}
+		any = true
+		s.applyActions(ctx, ob, rec, ev, p, ents)
+		if p == nil {
+			break
+		}
+	}
+	if !any {
 		return false
 	}
+	if ob.Capped() {
+		_ = ob.AnswerOver() // after the answers: the box's writer relies on it
+	}
+	_ = runs.WriteRecord(s.Spec.RunDir, rec)
+	return true
+}
+
+// drainActions serves what the box posted before it ended, waiting for
+// the pacer's credit as the box would have; it gives up when ctx ends.
+func (s *Supervision) drainActions(ctx context.Context, r *supervised) {
+	for {
+		s.serveActions(ctx, r.ob, r.rec, &r.ev, r.pace)
+		if !r.pace.holding() { // all served
+			return
+		}
+		t := time.NewTimer(r.pace.wait())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// applyActions applies ents in their order and answers each, charging
+// each one's time to p.
+func (s *Supervision) applyActions(ctx context.Context, ob *outbox.Reader, rec *runs.Record, ev *runs.Evidence, p *pacer, ents []outbox.Entry) {
 	served := ""
 	if s.Task != nil {
 		served = s.Task.ID
 	}
 	for _, e := range ents {
+		var start time.Time
+		if p != nil {
+			start = p.now()
+		}
 		o := &outbox.Outcome{Outcome: "ok"}
 		kind := "invalid"
 		var res tms.ActionResult
@@ -72,12 +125,10 @@ func (s *Supervision) serveActions(ctx context.Context, ob *outbox.Reader, rec *
 		}
 		rec.Actions = append(rec.Actions, runs.ActionRecord{N: e.N, Kind: kind, Outcome: outcome, Task: o.Task, Gate: o.Gate})
 		_ = ob.Answer(e, o)
+		if p != nil {
+			p.charge(start)
+		}
 	}
-	if ob.Capped() {
-		_ = ob.AnswerOver() // after the answers above: the box's writer relies on it
-	}
-	_ = runs.WriteRecord(s.Spec.RunDir, rec)
-	return true
 }
 
 // boundTmp keeps the outbox's tmp/ within its bounds while the box runs;

@@ -72,6 +72,8 @@ type Supervision struct {
 	// the home's folder it is told.
 	OnFailure []string
 	Home      string
+
+	now func() time.Time // the pacer's clock (nil: time.Now); tests set it
 }
 
 // Gateway is a run's gateway as the supervisor uses it (lib/gateway).
@@ -118,6 +120,7 @@ type supervised struct {
 	gw      Gateway
 	gwDone  chan struct{}
 	tmpOver outbox.TmpBound // what BoundTmp removed from the outbox's tmp/ so far
+	pace    *pacer          // the run's share of host time for its actions
 	stopped bool            // ctx ended (SIGTERM): what the box posts is no longer served
 	closers []func()
 
@@ -167,7 +170,7 @@ var errClaimGone = errors.New("claim gone before start")
 // the first record, the briefing, the outbox, the transcript, the gateway.
 func (s *Supervision) prepare(ctx context.Context) (*supervised, error) {
 	sp := s.Spec
-	r := &supervised{started: time.Now(), ev: runs.Evidence{Report: "none"}, wrote: make(chan error, 1)}
+	r := &supervised{started: time.Now(), ev: runs.Evidence{Report: "none"}, wrote: make(chan error, 1), pace: newPacer(s.now)}
 	r.wrote <- nil
 	r.rec = &runs.Record{ID: sp.Run, Worker: sp.Worker, Kind: s.Kind, Channel: sp.Channel,
 		StartedAt: r.started.UTC(), Report: runs.Report{Status: "none"}, Ceiling: fmtDur(s.Ceiling), Actions: []runs.ActionRecord{}}
@@ -437,8 +440,8 @@ loop:
 		if ctx.Err() != nil {
 			continue // stopped: nothing more is served, only the box's end awaited
 		}
-		if s.serveActions(ctx, r.ob, r.rec, &r.ev) {
-			lastAction = time.Now()
+		if s.serveActions(ctx, r.ob, r.rec, &r.ev, r.pace) || r.pace.holding() {
+			lastAction = time.Now() // a box waiting for its answer is not idle
 		}
 		s.boundTmp(ctx, r.ob, r.rec, &r.ev, &r.tmpOver)
 		now := time.Now()
@@ -471,7 +474,12 @@ func (s *Supervision) end(ctx context.Context, r *supervised, b *Box, ended, not
 			note = joinNote(note, fmt.Sprintf("stopped: %d actions left unread", n))
 		}
 	} else {
-		s.serveActions(ctx, r.ob, r.rec, &r.ev) // what the box posted as it ended
+		s.drainActions(ctx, r) // what the box posted as it ended
+		if ctx.Err() != nil {
+			if n := r.ob.Ignored(); n > 0 {
+				note = joinNote(note, fmt.Sprintf("stopped: %d actions left unread", n))
+			}
+		}
 	}
 	s.noteCap(ctx, r.ob, r.rec, &r.ev)
 	cpu, mem := b.Usage()
@@ -503,6 +511,9 @@ func (s *Supervision) end(ctx context.Context, r *supervised, b *Box, ended, not
 	mark(ctx, "destroyed")
 	if tmpErr != nil {
 		note = joinNote(note, tmpErr.Error())
+	}
+	if n := r.pace.note(); n != "" {
+		note = joinNote(note, n)
 	}
 	if r.tmpOver.Removed > 0 {
 		note = joinNote(note, fmt.Sprintf("outbox tmp/ over its bound: %d entries (%d bytes) removed", r.tmpOver.Removed, r.tmpOver.Bytes))

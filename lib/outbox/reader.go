@@ -132,7 +132,11 @@ func actionName(name string) bool {
 // entry counts toward MaxActions, refused ones too: once that many have
 // been taken, Poll reads nothing more (Capped) and what is left in new/
 // stays there unread (Ignored).
-func (r *Reader) Poll() ([]Entry, error) {
+func (r *Reader) Poll() ([]Entry, error) { return r.PollUpTo(0) }
+
+// PollUpTo is Poll taking at most n entries (n <= 0: no bound of its own);
+// the rest stay in new/ for a later poll, in their order.
+func (r *Reader) PollUpTo(n int) ([]Entry, error) {
 	if r.Capped() {
 		return nil, nil
 	}
@@ -173,6 +177,9 @@ func (r *Reader) Poll() ([]Entry, error) {
 	}
 	if left := MaxActions - r.taken; len(out) > left {
 		out = out[:left]
+	}
+	if n > 0 && len(out) > n {
+		out = out[:n]
 	}
 	taken := out[:0]
 	for i := range out {

@@ -116,3 +116,41 @@ func TestOversizedEntryWrittenStraightIntoNewIsRefusedBySize(t *testing.T) {
 		t.Fatalf("got %+v, want a refusal by size", es)
 	}
 }
+
+// PollUpTo takes the oldest n and leaves the rest in new/, unclaimed and
+// unread, for the next look; each is taken once, in number order, and
+// the run's count of taken actions grows only by what was taken.
+func TestPollUpToLeavesTheRestForLater(t *testing.T) {
+	dir, r := newOutbox(t)
+	for _, n := range []string{"5", "1", "10", "2", "3"} {
+		direct(t, dir, n+".json", `{"format":1,"kind":"file","text":"t`+n+`"}`)
+	}
+	var got []int
+	for i := 0; i < 4; i++ {
+		es, err := r.PollUpTo(2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) > 2 {
+			t.Fatalf("PollUpTo(2) took %d", len(es))
+		}
+		for _, e := range es {
+			if e.Err != nil {
+				t.Fatalf("%s: %v", e.Name, e.Err)
+			}
+			got = append(got, e.N)
+			if err := r.Answer(e, &Outcome{Kind: "file", Outcome: "ok"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if left := r.Ignored(); left != 5-len(got) {
+			t.Fatalf("after %v: %d left in new/, want %d", got, left, 5-len(got))
+		}
+	}
+	if want := []int{1, 2, 3, 5, 10}; len(got) != 5 || got[0] != 1 || got[1] != 2 || got[2] != 3 || got[3] != 5 || got[4] != 10 {
+		t.Fatalf("taken %v, want %v", got, want)
+	}
+	if r.taken != 5 {
+		t.Fatalf("taken count %d", r.taken)
+	}
+}
