@@ -5,12 +5,14 @@
 # answers (each filing takes that worker's partition lock and rewrites its
 # tasks.json), against the same with that box frozen. The two sides are
 # paired: one box floods for the whole bench, frozen (cgroup freezer) for
-# each quiet sample and thawed for each flooded one, in ABBA order, so
+# each quiet sample and thawed for each flooded one, each pair in a
+# random order, with the same settling before every sample, so
 # both see the same machine load, the same partitions and the same page
 # cache; only the flood differs. The design's target: the flooded median
 # within 2x of the quiet one.
 # Run by `make bench` with the suite built in ./bin; needs root (boxes).
-# N pairs (default 30), within BUDGET seconds (default 100) of sampling.
+# N pairs (default 30), within BUDGET seconds (default 100) of sampling;
+# PREFILL (below) for a heavier flood, FLOOD=idle for the control.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-$PWD/bin}
@@ -44,8 +46,12 @@ roster-task init >/dev/null 2>&1
 # One flood run for the whole bench: its ceiling outlasts it.
 printf '[ceilings]\nfiled = "10m"\n[dispatch]\ncap = 3\n' >"$ROSTER_HOME/org.toml"
 roster-task worker add quiet --heartbeat off --command /bin/true >/dev/null
+# FLOOD=idle is the bench's control: the same box doing nothing, so the
+# two sides differ only by the freezer; it must read about 1x.
+flood='while roster-task file "$t" >/dev/null; do :; done'
+[ "${FLOOD:-}" = idle ] && flood='sleep 100000'
 roster-task worker add flood --heartbeat off --command /bin/sh --command=-c \
-	--command 't=$(head -c 60000 /dev/zero | tr "\0" y); while roster-task file "$t" >/dev/null; do :; done' >/dev/null
+	--command 't=$(head -c 60000 /dev/zero | tr "\0" y); '"$flood" >/dev/null
 roster-dispatch --poll 2s 2>"$work/dispatch.log" &
 dpid=$!
 qj=$ROSTER_HOME/data/workers/quiet/tasks/journal.jsonl
@@ -108,27 +114,46 @@ sample() {
 	while [ -n "$(roster-task ls quiet --json 2>/dev/null)" ] || roster-box ps --json 2>/dev/null | grep -q '"worker":"quiet"'; do sleep 0.02; done
 }
 
+# settle: the same before every sample of either kind, so that what came
+# before it (the last run's tail, a thaw) is in neither: the dispatcher
+# still (no CPU time used for 100 ms, at most 2 s), then 0.3 s.
+settle() {
+	local a b k=0
+	a=$(cputime "$dpid")
+	while sleep 0.1; b=$(cputime "$dpid"); [ "$a" != "$b" ] && [ $k -lt 20 ]; do a=$b; k=$((k + 1)); done
+	sleep 0.3
+}
+
+# PREFILL=K files K pending tasks of 60 kB into the flood's partition
+# first (a heavier flood: each of its filings rewrites K x 60 kB).
+t60=$(head -c 60000 /dev/zero | tr '\0' p)
+for _ in $(seq "${PREFILL:-0}"); do roster-task add flood --at "2099-01-01 00:00" "$t60" >/dev/null; done
 roster-task add flood "flood" >/dev/null
 for _ in $(seq 100); do
-	cg=$(flood_cgroup) && [ -s "$ft" ] && break
+	cg=$(flood_cgroup) && { [ -s "$ft" ] || [ "${FLOOD:-}" = idle ]; } && break
 	sleep 0.1
 done
 [ -n "$cg" ] || { echo "contain bench: the flood box did not start" >&2; exit 1; }
 sleep 2 # let the flood get going
 echo "load at start: $(cat /proc/loadavg); flood's tasks.json $(($(stat -c %s "$ft") >> 10)) KiB"
 
+RANDOM=17
 quiet=() flooded=() ratios=() jquiet=() jflooded=() jratios=() lines=0
 end=$(($(date +%s) + BUDGET))
 for i in $(seq "$N"); do
 	[ "$(date +%s)" -lt "$end" ] || break
-	for half in a b; do
-		# ABBA: the first pair quiet then flooded, the next the other way.
-		if { [ $((i % 2)) = 1 ] && [ $half = a ]; } || { [ $((i % 2)) = 0 ] && [ $half = b ]; }; then
+	# Each pair in an order drawn at random (seeded: the same in every
+	# run of the bench): what a sample's place in the run does to it
+	# falls on both kinds alike, not on one.
+	first=$((RANDOM % 2))
+	for half in 0 1; do
+		if [ $half = "$first" ]; then
 			freeze
+			settle
 			read -r q jq < <(sample)
 			thaw
-			sleep 0.3 # the flood back in full swing
 		else
+			settle
 			l0=$(wc -l <"$fj")
 			read -r f jf < <(sample)
 			lines=$((lines + $(wc -l <"$fj") - l0))
