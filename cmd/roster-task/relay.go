@@ -33,6 +33,7 @@ func (c *RelayCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
+	changeProcs()
 	task, err := p.Add(env.Ctx, tms.NewTask{Text: text, Kind: tms.KindRelay, Standing: tms.Proactive, Channel: c.Channel, From: c.From, Ceiling: c.Ceiling, Priority: c.Priority})
 	if err != nil {
 		return err
