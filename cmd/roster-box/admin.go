@@ -71,7 +71,7 @@ func (c *KillCmd) Run(g *cli.Globals, env *cli.Env) error {
 // ReapCmd is `roster-box reap`.
 type ReapCmd struct {
 	RunID   string `arg:"" optional:"" name:"run" help:"The run (any unique prefix of its id) whose supervisor is gone."`
-	Cgroups bool   `name:"cgroups" help:"Also remove every supervisor cgroup of this home that no process is in (what the dispatcher runs at start-up and every 10 minutes)."`
+	Cgroups bool   `name:"cgroups" help:"Also remove every supervisor cgroup of this home that no process is in, wherever in the cgroup tree a supervisor made it (what the dispatcher runs at start-up and every 10 minutes)."`
 }
 
 func (c *ReapCmd) Run(g *cli.Globals, env *cli.Env) error {
@@ -91,8 +91,9 @@ func (c *ReapCmd) Run(g *cli.Globals, env *cli.Env) error {
 		return nil
 	}
 	// Supervisors exit inside their worker's cgroup: the empty ones they
-	// left (the kernel refuses to remove one a process is in).
-	removed, err := box.RemoveIdleHostCgroups(h.Dir)
+	// left (the kernel refuses to remove one a process is in), wherever
+	// they started.
+	removed, err := box.RemoveIdleHostCgroupsAnywhere(h.Dir)
 	for _, name := range removed {
 		fmt.Fprintf(env.Stderr, "roster-box: removed the empty supervisor cgroup %s\n", name)
 	}

@@ -373,6 +373,63 @@ func RemoveIdleHostCgroups(dir string) ([]string, error) {
 	return removed, nil
 }
 
+// RemoveIdleHostCgroupsAnywhere is RemoveIdleHostCgroups for every
+// "roster" parent in the hierarchy, not only this process's: a supervisor
+// started from another cgroup (a systemd unit, a login session, cron)
+// made its worker's cgroup beside that one. It returns the removed ones
+// as paths from the hierarchy's root. The walk goes at most
+// maxCgroupDepth folders deep and never into a roster parent's own
+// cgroups (nothing of roster's is made inside them).
+func RemoveIdleHostCgroupsAnywhere(dir string) ([]string, error) {
+	p, err := here()
+	if err != nil {
+		return nil, err
+	}
+	suffix := HostCgroupName(dir, "")[len(supervisorPrefix):]
+	var removed []string
+	var walk func(rel string, depth int) error
+	walk = func(rel string, depth int) error {
+		ents, err := os.ReadDir(filepath.Join(p.mnt, rel))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // removed meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if !e.IsDir() {
+				continue
+			}
+			name, sub := e.Name(), path.Join(rel, e.Name())
+			if path.Base(rel) == cgroupParent {
+				if !strings.HasPrefix(name, supervisorPrefix) || !strings.HasSuffix(name, suffix) ||
+					len(name) <= len(supervisorPrefix)+len(suffix) {
+					continue
+				}
+				gone, err := removeIfEmpty(filepath.Join(p.mnt, sub))
+				if err != nil {
+					return err
+				}
+				if gone {
+					removed = append(removed, sub)
+				}
+				continue
+			}
+			if depth < maxCgroupDepth {
+				if err := walk(sub, depth+1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	err = walk("/", 0)
+	return removed, err
+}
+
+// maxCgroupDepth bounds how deep RemoveIdleHostCgroupsAnywhere looks.
+const maxCgroupDepth = 12
+
 // removeIfEmpty removes the cgroup at dir and reports whether it did; one
 // gone already, or with a process in it (EBUSY: a supervisor of the
 // worker), is no error.

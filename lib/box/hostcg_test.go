@@ -550,3 +550,64 @@ func TestHostCgroupHoldChild(t *testing.T) {
 	fmt.Println("ok")
 	os.Exit(0)
 }
+
+// `roster-box reap --cgroups` finds the home's empty supervisor cgroups
+// wherever a supervisor started, not only beside the caller: one made
+// beside another cgroup (a systemd unit's, a session's) is removed too;
+// one a process is in, and another home's, stay.
+func TestHostCgroupSweepAnywhereFindsOtherPlaces(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("cgroups need root")
+	}
+	p, err := here()
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker := "hcg-anywhere-" + strconv.Itoa(os.Getpid())
+	top := filepath.Join(p.mnt, "test-elsewhere-"+strconv.Itoa(os.Getpid()))
+	parent := filepath.Join(top, cgroupParent)
+	beside, _ := HostCgroupDir(HostCgroupName(testHome, worker))
+	mine := filepath.Join(parent, HostCgroupName(testHome, worker))
+	busy := filepath.Join(parent, HostCgroupName(testHome, worker+"-busy"))
+	other := filepath.Join(parent, HostCgroupName(testHome+"-other", worker))
+	box := filepath.Join(parent, "roster-"+worker)
+	for _, d := range []string{top, parent, beside, mine, busy, other, box} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, d := range []string{beside, mine, busy, other, box, parent, top} {
+			_ = syscall.Rmdir(d)
+		}
+	})
+	sleeper := exec.Command("sleep", "600")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
+	if err := os.WriteFile(filepath.Join(busy, "cgroup.procs"), []byte(strconv.Itoa(sleeper.Process.Pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := RemoveIdleHostCgroupsAnywhere(testHome)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := func(d string) string { r, _ := filepath.Rel(p.mnt, d); return "/" + r }
+	for _, d := range []string{beside, mine} {
+		if !slices.Contains(removed, rel(d)) {
+			t.Errorf("%s not removed (removed %q)", rel(d), removed)
+		}
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still there: %v", d, err)
+		}
+	}
+	for _, d := range []string{busy, other, box} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("the sweep removed %s: %v", d, err)
+		}
+	}
+	if !inCgroup(t, busy, sleeper.Process.Pid) {
+		t.Error("the sleeper left its cgroup")
+	}
+}
