@@ -92,13 +92,13 @@ func (s *session) labels(ids []string) ([]string, error) {
 		return nil, err
 	}
 	labels := make([]string, len(ids))
-	now := make([]checkedManifest, len(ids))
+	records := make([]checkedManifest, len(ids))
 	changed := len(known) != len(ids)
 	for i, id := range ids {
 		c, ok := known[id]
 		var st unix.Stat_t
 		if ok && s.manifestStat(id, &st) == nil && checkedOf(id, c.Label, &st) == c {
-			labels[i], now[i] = c.Label, c
+			labels[i], records[i] = c.Label, c
 			continue
 		}
 		h, err := s.checkShape(id, &st)
@@ -106,12 +106,12 @@ func (s *session) labels(ids []string) ([]string, error) {
 			return nil, errs.WithHint(fmt.Errorf("snapshot %s: its manifest cannot be read (%v); nothing pruned: %w", id, err, errs.ErrRefused),
 				"look at "+home.SnapManifest+" of that snapshot; move the snapshot out of "+home.SnapshotsDir+"/ once it is understood")
 		}
-		labels[i], now[i] = h.Label, checkedOf(id, h.Label, &st)
+		labels[i], records[i] = h.Label, checkedOf(id, h.Label, &st)
 		changed = true
 	}
 	if changed {
 		// Best effort: without the record the next prune checks again.
-		replaceAt(s.snaps, home.SnapChecked, encodeChecked(now))
+		replaceAt(s.snaps, home.SnapChecked, encodeChecked(records))
 	}
 	return labels, nil
 }
