@@ -10,6 +10,7 @@ set -euo pipefail
 BIN=${BIN:-$(pwd)/bin}
 RUNS=${RUNS:-40}
 TRACE_RUNS=${TRACE_RUNS:-20}
+ROUNDS=${ROUNDS:-40}
 [ "$(id -u)" = 0 ] || { echo "bench/box.sh: needs root" >&2; exit 1; }
 for p in runc bwrap hyperfine jq; do command -v $p >/dev/null || { echo "bench/box.sh: $p missing (make deps)" >&2; exit 1; }; done
 
@@ -71,6 +72,31 @@ hyperfine -N -w 2 -r "$RUNS" --export-json "$work/h.json" \
 jq -r '.results[] | [.command, (.median*1000), (.mean*1000), (.stddev*1000)] | @tsv' "$work/h.json" |
   awk -F'\t' 'BEGIN{printf "%-12s %10s %10s %10s\n","tool","median ms","mean ms","stddev"} {printf "%-12s %10.1f %10.1f %10.1f\n",$1,$2,$3,$4; m[$1]=$2}
   END{printf "ratio roster-box/runc  %.2fx (target <= 1.0)\nratio roster-box/runc+reaper %.2fx (the same pid 1 in both)\nratio roster-box/bwrap %.2fx\n", m["roster-box"]/m["runc"], m["roster-box"]/m["runc+reaper"], m["roster-box"]/m["bwrap"]}'
+
+# hyperfine runs each tool's runs one after the other: when the load
+# changes meanwhile (other work on the machine), its ratios are biased by
+# tens of percent. Here each round runs the four once each, in an order
+# that rotates, and a round's ratio compares runs made seconds apart.
+echo "== paired: $ROUNDS rounds, each tool once per round (rotating order); medians of the runs and of each round's ratio (load $(cut -d' ' -f1-3 /proc/loadavg))"
+names=(roster-box runc runc+reaper bwrap)
+cmds=("$work/bin/roster-box run bench -- /bin/true" "runc --root $work/runc-state run -b $b bench" "runc --root $work/runc-state run -b $b2 bench2" "$bw")
+for r in $(seq "$ROUNDS"); do
+  for k in 0 1 2 3; do
+    i=$(((k + r) % 4))
+    s=$EPOCHREALTIME
+    ${cmds[$i]} >/dev/null 2>&1 </dev/null || true
+    e=$EPOCHREALTIME
+    printf '%d\t%s\t%s\n' "$r" "${names[$i]}" "$(awk -v s="$s" -v e="$e" 'BEGIN {printf "%.3f", (e - s) * 1000}')"
+  done
+done >"$work/paired.tsv"
+awk -F'\t' '{t[$1, $2] = $3; r[$1] = 1; n[$2]++}
+  END {for (i in r) {print "A", "roster-box", t[i, "roster-box"]; print "A", "runc", t[i, "runc"]; print "A", "runc+reaper", t[i, "runc+reaper"]; print "A", "bwrap", t[i, "bwrap"];
+    print "R", "runc", t[i, "roster-box"] / t[i, "runc"]; print "R", "runc+reaper", t[i, "roster-box"] / t[i, "runc+reaper"]}}' "$work/paired.tsv" |
+  sort -k1,1 -k2,2 -k3,3n | awk '{v[$1 " " $2, ++c[$1 " " $2]] = $3}
+  END {for (k in c) m[k] = v[k, int((c[k] + 1) / 2)]
+    printf "%-12s %10s\n", "tool", "median ms"; split("roster-box runc runc+reaper bwrap", ts, " ")
+    for (j = 1; j <= 4; j++) printf "%-12s %10.1f\n", ts[j], m["A " ts[j]]
+    printf "paired ratio roster-box/runc  %.2fx (median of the rounds; target <= 1.0)\npaired ratio roster-box/runc+reaper %.2fx\n", m["R runc"], m["R runc+reaper"]}'
 
 echo "== where roster-box's time goes (ROSTER_BOX_TRACE=1, median of $TRACE_RUNS runs: ms in each step, ms since start)"
 for i in $(seq "$TRACE_RUNS"); do

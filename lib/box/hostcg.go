@@ -289,10 +289,14 @@ func (c *HostCgroup) HoldOpen() (stop func()) {
 }
 
 // holdEvery is how often HoldOpen writes (well within a grace period),
-// holdFor the longest it holds whatever happens to its stop.
+// holdFor the longest it holds whatever happens to its stop: a start's
+// set-up takes tens of ms, 400 at load 9; one that waits longer (a store
+// lock held by a snapshot, up to StoreLockWait) may pay a grace period
+// again rather than have every fork on the host take the slow path
+// meanwhile.
 const (
 	holdEvery = 2 * time.Millisecond
-	holdFor   = 10 * time.Second
+	holdFor   = time.Second
 )
 
 // MoveBack moves the process back to the cgroup it left for c (or, if
