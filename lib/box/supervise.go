@@ -500,10 +500,15 @@ func (s *Supervision) end(ctx context.Context, r *supervised, b *Box, ended, not
 	_, tmpErr := r.ob.EmptyTmp()
 	<-r.pumps
 	<-r.pumps
-	r.tr.Close()
+	// The transcript's fsync goes on while the gateway stops and the
+	// agent's figures are read (nothing of each other's); the record
+	// waits for both.
+	transcribed := make(chan struct{})
+	go func() { r.tr.Close(); close(transcribed) }()
 	r.stopGateway()
 	RemoveGatewayDir(s.Spec.Run) // its socket is closed
 	s.recordAgent(r)
+	<-transcribed
 	mark(ctx, "output and gateway closed")
 	if err := <-destroyed; err != nil {
 		note = joinNote(note, "destroy: "+err.Error())
