@@ -29,11 +29,12 @@ func (p *Partition) writeViews(f *File, now time.Time) error {
 // commit of the filesystem's journal, which other workers' writes make
 // slow), and never for the freeing of the files it replaces:
 //
-//   - both temporary files are written at once, each fsynced as soon as
-//     it is written;
+//   - tasks.json's temporary file is written, then fsynced while
+//     schedule.json's is written (one after the other: two 2.3 MB writes
+//     at once took 2.6 ms on 2 cores under load, in turn 1.6 ms);
 //   - once both are written (a failed write leaves the journal as it was:
 //     the change did not happen), the journal's line is appended and
-//     fsynced, beside those fsyncs;
+//     fsynced beside the two files' fsyncs;
 //   - then tasks.json is renamed into place, then schedule.json, in that
 //     order, and each folder is synced as soon as its rename is done.
 //
@@ -61,43 +62,27 @@ func (p *Partition) writeViewsRaw(f *File, raw *rawFile, now time.Time, first fu
 		}
 		body = [][]byte{b}
 	}
-	var tf, sf *pendingFile
-	var tsync, ssync error
-	wrote := make(chan error, 2)
-	var wg sync.WaitGroup
-	write := func(pf **pendingFile, serr *error, path string, perm os.FileMode, head []byte, seal bool) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			pieces := append([][]byte{head}, body...)
-			var s string
-			switch {
-			case seal && raw != nil:
-				s = sealOf(pieces, 1+entriesBlock, raw.blockSum())
-			case seal:
-				s = sealOf(pieces, -1, 0)
-			}
-			w, err := writePending(path, perm, pieces, s)
-			wrote <- err
-			if err == nil {
-				*pf, *serr = w, w.sync()
-			}
-		}()
+	pieces := append([][]byte{fileHead(f, "", now)}, body...)
+	var seal string
+	if raw != nil {
+		seal = sealOf(pieces, 1+entriesBlock, raw.blockSum())
+	} else {
+		seal = sealOf(pieces, -1, 0)
 	}
-	write(&tf, &tsync, p.W.TasksFile(), 0o600, fileHead(f, "", now), true)
-	write(&sf, &ssync, p.W.Schedule(), 0o644, fileHead(f, p.Name, now), false)
-	err := errors.Join(<-wrote, <-wrote)
-	if err == nil && first != nil {
-		err = first()
+	tf, err := writePending(p.W.TasksFile(), 0o600, pieces, seal)
+	if err != nil {
+		return err
 	}
-	wg.Wait()
-	if tf != nil {
-		defer tf.abandon()
+	defer tf.abandon()
+	tsync := make(chan error, 1)
+	go func() { tsync <- tf.sync() }()
+	sf, err := writePending(p.W.Schedule(), 0o644, append([][]byte{fileHead(f, p.Name, now)}, body...), "")
+	if err != nil {
+		<-tsync
+		return err
 	}
-	if sf != nil {
-		defer sf.abandon()
-	}
-	if err := errors.Join(err, tsync, ssync); err != nil {
+	defer sf.abandon()
+	if err := errors.Join(together(first, sf.sync), <-tsync); err != nil {
 		return err
 	}
 	oldTasks, oldView := hold(p.W.TasksFile()), hold(p.W.Schedule())
@@ -119,16 +104,24 @@ func (p *Partition) writeViewsRaw(f *File, raw *rawFile, now time.Time, first fu
 }
 
 // together runs each fn (nil ones skipped) at once and returns their
-// errors joined.
+// errors joined. The first runs on the calling goroutine: one P fewer is
+// needed for them all to be in their system calls at once.
 func together(fns ...func() error) error {
 	errs := make([]error, len(fns))
 	var wg sync.WaitGroup
+	own := -1
 	for i, fn := range fns {
-		if fn == nil {
-			continue
+		switch {
+		case fn == nil:
+		case own < 0:
+			own = i
+		default:
+			wg.Add(1)
+			go func() { defer wg.Done(); errs[i] = fn() }()
 		}
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = fn() }()
+	}
+	if own >= 0 {
+		errs[own] = fns[own]()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
