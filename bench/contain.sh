@@ -12,7 +12,8 @@
 # within 2x of the quiet one.
 # Run by `make bench` with the suite built in ./bin; needs root (boxes).
 # N pairs (default 30), within BUDGET seconds (default 100) of sampling;
-# PREFILL (below) for a heavier flood, FLOOD=idle for the control.
+# PREFILL (below) for a heavier flood, FLOOD=bulk for one that does not
+# wait for its answers, FLOOD=idle for the control.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-$PWD/bin}
@@ -48,8 +49,17 @@ printf '[ceilings]\nfiled = "10m"\n[dispatch]\ncap = 3\n' >"$ROSTER_HOME/org.tom
 roster-task worker add quiet --heartbeat off --command /bin/true >/dev/null
 # FLOOD=idle is the bench's control: the same box doing nothing, so the
 # two sides differ only by the freezer; it must read about 1x.
+# FLOOD=bulk posts its filings (12 kB, batches of 10) straight into the
+# outbox without waiting for each answer, up to the run's 1,000 actions:
+# the host's pacing of a run's actions (a tenth of the wall time after
+# a 2 s burst) is what bounds it; with PREFILL each one rewrites MBs.
 flood='while roster-task file "$t" >/dev/null; do :; done'
 [ "${FLOOD:-}" = idle ] && flood='sleep 100000'
+[ "${FLOOD:-}" = bulk ] && flood='t=$(head -c 12000 /dev/zero | tr "\0" y); o=$ROSTER_OUTBOX; i=0
+while [ $i -lt 1000 ]; do
+	for _ in $(seq 10); do i=$((i + 1)); printf "{\"format\":1,\"kind\":\"file\",\"text\":\"%s\"}" "$t" >"$o/tmp/a"; mv "$o/tmp/a" "$o/new/$i.json"; done
+	while [ ! -e "$o/done/$i.json" ]; do sleep 0.1; done
+done; sleep 100000'
 roster-task worker add flood --heartbeat off --command /bin/sh --command=-c \
 	--command 't=$(head -c 60000 /dev/zero | tr "\0" y); '"$flood" >/dev/null
 roster-dispatch --poll 2s 2>"$work/dispatch.log" &

@@ -14,8 +14,13 @@ import (
 // ActionShare of the wall time, after a burst of ActionBurst: the host
 // answers a box's first seconds of actions at once, and a box that goes on
 // posting waits its turn (its roster-task call simply takes longer).
+//
+// A tenth, measured (bench/contain.sh FLOOD=bulk PREFILL=150, a box
+// posting 12 kB filings ten at a time into a 9 MB partition): another
+// worker's filing -> claimed was 3.3-4.4x the quiet case unpaced, 1.2-1.8x
+// at a quarter, 1.0-1.3x at a tenth or 0.15.
 const (
-	ActionShare = 0.25            // of the wall time a run's actions may take, sustained
+	ActionShare = 0.1             // of the wall time a run's actions may take, sustained
 	ActionBurst = 2 * time.Second // of action time a run may spend before it is paced
 	// ActionBatch bounds how many actions one look at the outbox takes:
 	// how far a run may spend beyond its credit before it is paced.
