@@ -15,12 +15,21 @@
 # PREFILL (below) for a heavier flood, FLOOD=bulk for one that does not
 # wait for its answers, FLOOD=idle for the control.
 set -euo pipefail
+self=$(realpath "$0")
 cd "$(dirname "$0")/.."
 BIN=${BIN:-$PWD/bin}
 export PATH=$BIN:$PATH ROSTER_EXEC_PATH=$BIN
 N=${N:-30}
 BUDGET=${BUDGET:-100}
 [ "$(id -u)" = 0 ] || { echo "contain bench: needs root (real boxes); skipped"; exit 0; }
+# Without FLOOD, both floods in turn: FLOOD=file (a box calling roster-task
+# file as fast as it is answered), then FLOOD=bulk into a 9 MB partition.
+if [ -z "${FLOOD:-}" ]; then
+	echo "== FLOOD=file: roster-task file in a loop"
+	FLOOD=file bash "$self" || exit
+	echo "== FLOOD=bulk PREFILL=${PREFILL:-150}: filings posted ten at a time, unanswered"
+	FLOOD=bulk PREFILL=${PREFILL:-150} exec bash "$self"
+fi
 
 work=$(mktemp -d /tmp/roster-bench-contain.XXXXXX)
 export ROSTER_HOME=$work/h
