@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -171,6 +172,7 @@ func readSealed(path string) (data []byte, seal string, err error) {
 	// As os.ReadFile: room for the size and a little (a bytes.Buffer
 	// would double itself near the end, a second copy of a big file).
 	data = make([]byte, 0, size+512)
+	prefault(data[:cap(data)])
 	for {
 		n, err := f.Read(data[len(data):cap(data)])
 		data = data[:len(data)+n]
@@ -185,6 +187,22 @@ func readSealed(path string) (data []byte, seal string, err error) {
 		}
 	}
 	return data, readSeal(f), nil
+}
+
+// prefault has the kernel back b's pages with memory in one call
+// (MADV_POPULATE_WRITE, Linux 5.14; refused and so a no-op before) instead
+// of one page fault at a time as the read fills them: a fresh 2.3 MB
+// buffer is ~570 faults, each a trap (costly in a VM). It changes no byte
+// of b. Add at 9,500 pending, 400 interleaved runs twice at load 8.6-9.7:
+// 21.24 -> 20.38 and 27.86 -> 26.63 ms.
+func prefault(b []byte) {
+	if len(b) < 64<<10 {
+		return
+	}
+	const page = 4096
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	start, end := (p+page-1)&^(page-1), (p+uintptr(len(b)))&^(page-1)
+	unix.Syscall(unix.SYS_MADVISE, start, end-start, unix.MADV_POPULATE_WRITE)
 }
 
 // decodeSealed reads a sealed tasks.json (the writer's form, known good):
