@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/roster-sh/roster/lib/errs"
@@ -139,6 +140,30 @@ func TestCRC32Combine(t *testing.T) {
 		}
 		if got, want := sealOf(pieces, known, sum), sealText(1<<20, crc32.Checksum(buf[:1<<20], castagnoli)); got != want {
 			t.Fatalf("sealOf with piece %d known: %q, want %q", known, got, want)
+		}
+	}
+}
+
+// A change holds the files it replaces open across their renames and lets
+// them go before it returns: no descriptor of this partition's files is
+// left open after it, the replaced ones (deleted) included.
+func TestChangesLeaveNoFileOpen(t *testing.T) {
+	h := newHome(t, "w")
+	p, _ := open(t, h, "w")
+	for i := 0; i < 5; i++ {
+		a := mustAdd(t, p, NewTask{Text: "a"})
+		if _, err := p.Cancel(ctx, a.ID, "", ByOwner); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	for _, fd := range fds {
+		target, err := os.Readlink("/proc/self/fd/" + fd.Name())
+		if err == nil && strings.HasPrefix(target, p.W.Dir) {
+			t.Errorf("descriptor %s still open on %s", fd.Name(), target)
 		}
 	}
 }
