@@ -225,15 +225,7 @@ func recount(h Header, entries []Entry) Header {
 func replaceAt(dir int, name string, data []byte) error {
 	tmp := name + ".forget-tmp"
 	unix.Unlinkat(dir, tmp, 0)
-	if err := writeNew(dir, tmp, data); err != nil {
-		return err
-	}
-	fd, err := unix.Openat(dir, tmp, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	err = unix.Fsync(fd)
-	unix.Close(fd)
+	err := writeNew(dir, tmp, data) // fsynced as written
 	if err == nil {
 		err = unix.Renameat(dir, tmp, dir, name)
 	}
