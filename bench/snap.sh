@@ -64,7 +64,7 @@
 #         89-98 snapshots: take 2.97 -> 2.36 s, 2.44x -> 1.84x cp -al,
 #                          0.35x -> 0.33x rsync (load 4-6)
 #         70-81 snapshots: take 5.03 -> 2.88 s, 1.52x -> 1.17x cp -al (load 8-15)
-#       this script, before / after 3cdce8d, one run each, four pairs at
+#       this script, before / after (718cd8a twice, then 3cdce8d), four pairs at
 #         load 3.5-18: 1% changed vs cp -al 1.35 1.24 1.80 3.60 / 1.44 1.06
 #         1.16 1.72; vs rsync 0.31 0.53 0.51 1.19 / 0.42 0.36 0.42 0.40
 #     The floor: per unchanged file the take makes cp -al's system calls
