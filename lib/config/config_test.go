@@ -398,6 +398,9 @@ func TestSetPausedKeepsTheRestOfTheText(t *testing.T) {
 		{"uid = 7", "uid = 7\npaused = true\n"},
 		// the commented default line comes to life
 		{"uid = 7\n# paused = false       # set by pause\n", "uid = 7\npaused = true       # set by pause\n"},
+		// a commented line with more after its value is prose: left as it is
+		{"uid=1\n# paused = false 00", "uid=1\n# paused = false 00\npaused = true\n"},
+		{"uid = 7\n# paused = false, the default\n", "uid = 7\n# paused = false, the default\npaused = true\n"},
 		// a look-alike inside a multi-line string is not touched
 		{"uid = 7\nrole = \"\"\"\n# paused = false\n\"\"\"\n", "uid = 7\nrole = \"\"\"\n# paused = false\n\"\"\"\npaused = true\n"},
 	}

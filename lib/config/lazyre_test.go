@@ -20,6 +20,8 @@ func TestLazyRulesCompileAndMatch(t *testing.T) {
 		{"connAtRE", connAtRE, ".hidden", false},
 		{"commentedKeyRE", commentedKeyRE, "# paused = true", true},
 		{"commentedKeyRE", commentedKeyRE, "paused = true", false},
+		{"commentedKeyRE", commentedKeyRE, "# paused = false # note", true},
+		{"commentedKeyRE", commentedKeyRE, "# paused = false 00", false},
 		{"uidLineRE", uidLineRE, "x = 1\n  uid = 200001\n", true},
 		{"uidLineRE", uidLineRE, "uid = none", false},
 	} {

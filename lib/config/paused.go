@@ -36,7 +36,11 @@ func SetPaused(h home.Home, name string, paused bool) error {
 	return fsx.WriteFile(w.File, out, fi.Mode().Perm())
 }
 
-var commentedKeyRE = lazyRegexp(`^#[ \t]*([a-z_]+)[ \t]*=[ \t]*(?:true|false)\b`)
+// commentedKeyRE is a top-level "# key = true|false" comment line that may
+// be brought to life: nothing after the value but blanks or a comment of
+// its own, so the line it becomes is valid TOML ("# paused = false 00"
+// is prose, not a line to uncomment).
+var commentedKeyRE = lazyRegexp(`^#[ \t]*([a-z_]+)[ \t]*=[ \t]*(true|false)[ \t]*(?:#.*)?$`)
 
 // setTopLevelBool returns data with top-level key set to v: the old value's
 // bytes replaced, or "key = v" inserted before the first table header (or
@@ -55,10 +59,10 @@ func setTopLevelBool(data []byte, key string, v bool) []byte {
 	for p.NextExpression() {
 		e := p.Expression()
 		if e.Kind == unstable.Comment && commented < 0 {
-			if m := commentedKeyRE().FindIndex(e.Data); m != nil && string(commentedKeyRE().FindSubmatch(e.Data)[1]) == key {
+			if m := commentedKeyRE().FindSubmatchIndex(e.Data); m != nil && string(e.Data[m[2]:m[3]]) == key {
 				off := int(e.Raw.Offset)
 				if off == 0 || data[off-1] == '\n' {
-					commented, commentedLen = off, m[1]
+					commented, commentedLen = off, m[5] // through the value: the line's own comment stays
 				}
 			}
 			continue
