@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -234,6 +235,11 @@ sleep 600`)
 // half have passed, so that one action costs more host time than a run's
 // burst.
 func (f *fixture) runHoldingFirstAction(task, run string) {
+	f.runHoldingFirstActionFor(task, run, box.ActionBurst+box.ActionBurst/2)
+}
+
+// runHoldingFirstActionFor is runHoldingFirstAction holding for hold.
+func (f *fixture) runHoldingFirstActionFor(task, run string, hold time.Duration) {
 	f.t.Helper()
 	exe, _ := os.Executable()
 	cmd := exec.Command(exe, "run", "dobby", "--home", f.h.Dir, "--task", task, "--run", run)
@@ -260,7 +266,7 @@ func (f *fixture) runHoldingFirstAction(task, run string) {
 	})
 	// Not a wait for anything: the length of the first action, which
 	// the supervisor charges to the run's credit.
-	time.Sleep(box.ActionBurst + box.ActionBurst/2)
+	time.Sleep(hold)
 }
 
 // Containment, action pacing: a run's actions get box.ActionShare of the
@@ -336,5 +342,50 @@ func checkPaced(t *testing.T, rec *runs.Record, n int) {
 	}
 	if rec.Evidence == nil || !strings.Contains(rec.Evidence.Note, "actions paced: ") {
 		t.Fatalf("evidence: %+v", rec.Evidence)
+	}
+}
+
+// What a box leaves in its outbox when it ends is served at most
+// box.DrainFor: here the first action costs so much (the test holds the
+// partition lock for the burst and 4 s more) that the next would wait
+// for credit past that bound, so the run ends at once with the rest left
+// unread, counted as refused, journaled once and said in the evidence; a
+// box cannot stretch its run's end (its claim, its slot of the cap) by
+// posting and exiting.
+func TestBoxActionsLeftAtTheEndAreServedForABoundedTime(t *testing.T) {
+	f := newFixture(t, job, "")
+	f.setJob(`: > "$HOME/store/ready"
+o="$ROSTER_OUTBOX"
+for i in $(seq 1 12); do
+	printf '{"format":1,"kind":"file","text":"task %s"}' "$i" > "$o/tmp/a$i"
+	mv "$o/tmp/a$i" "$o/new/$i.json"
+done`)
+	task, run := f.claim(tms.NewTask{Text: "post twelve and go"})
+	f.runHoldingFirstActionFor(task, run, box.ActionBurst+4*time.Second)
+	rec, err := runs.ReadRecord(f.w.Run(run))
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := len(rec.Actions)
+	if served == 0 || served > box.ActionBatch {
+		t.Fatalf("%d actions served, want 1 to %d (one look's batch): %+v", served, box.ActionBatch, rec.Actions)
+	}
+	left := 12 - served
+	want := fmt.Sprintf("%d actions left unread: the box had ended", left)
+	if rec.Evidence == nil || !strings.Contains(rec.Evidence.Note, want) || rec.Evidence.RefusedActions < left {
+		t.Fatalf("evidence %+v, want a note with %q and %d refused", rec.Evidence, want, left)
+	}
+	lines, err := f.part.Journal(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range lines {
+		if l.Task == task && l.Action != nil && strings.Contains(l.Action.Outcome, want) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d journal lines naming the drain's bound, want 1", n)
 	}
 }

@@ -47,15 +47,27 @@ func (s *Supervision) serveActions(ctx context.Context, ob *outbox.Reader, rec *
 	return true
 }
 
+// DrainFor bounds how long a run's end serves what its box left in the
+// outbox, paced as before: the rest is left unread (refused, journaled
+// once), so a box cannot stretch its run's end, and its claim, by
+// posting and exiting.
+const DrainFor = 30 * time.Second
+
 // drainActions serves what the box posted before it ended, waiting for
-// the pacer's credit as the box would have; it gives up when ctx ends.
+// the pacer's credit as the box would have, for at most DrainFor of the
+// pacer's clock; it gives up when ctx ends.
 func (s *Supervision) drainActions(ctx context.Context, r *supervised) {
+	end := r.pace.now().Add(DrainFor)
 	for {
 		s.serveActions(ctx, r.ob, r.rec, &r.ev, r.pace)
 		if !r.pace.holding() { // all served
 			return
 		}
-		t := time.NewTimer(r.pace.wait())
+		w := r.pace.wait()
+		if r.pace.now().Add(w).After(end) {
+			return // the rest is left unread
+		}
+		t := time.NewTimer(w)
 		select {
 		case <-ctx.Done():
 			t.Stop()

@@ -475,10 +475,22 @@ func (s *Supervision) end(ctx context.Context, r *supervised, b *Box, ended, not
 		}
 	} else {
 		s.drainActions(ctx, r) // what the box posted as it ended
-		if ctx.Err() != nil {
-			if n := r.ob.Ignored(); n > 0 {
-				note = joinNote(note, fmt.Sprintf("stopped: %d actions left unread", n))
+		if n := r.ob.Ignored(); n > 0 && !r.ob.Capped() {
+			why := fmt.Sprintf("stopped: %d actions left unread", n)
+			if ctx.Err() == nil {
+				// The drain's bound: a box cannot stretch its run's end
+				// (its claim, its slot of the cap) by posting and exiting.
+				why = fmt.Sprintf("%d actions left unread: the box had ended and its actions' pacing would have outlasted %s", n, DrainFor)
+				served := ""
+				if s.Task != nil {
+					served = s.Task.ID
+				}
+				if err := s.Part.RefuseAction(ctx, r.rec.ID, served, 0, tms.ActInvalid, why); err != nil {
+					why += fmt.Sprintf(" (journal: %v)", err)
+				}
+				r.ev.RefusedActions += n
 			}
+			note = joinNote(note, why)
 		}
 	}
 	s.noteCap(ctx, r.ob, r.rec, &r.ev)
