@@ -36,7 +36,7 @@ func newEgressProxy(g *Gateway) *egressProxy {
 	e := &egressProxy{}
 	e.tr = &http.Transport{
 		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: g.lim.DialTimeout}).DialContext,
+		DialContext:         g.cfg.Dial,
 		MaxIdleConnsPerHost: 8,
 		IdleConnTimeout:     30 * time.Second,
 		DisableCompression:  true, // the box's Accept-Encoding, the box's decoding
@@ -138,9 +138,8 @@ func (g *Gateway) serveConnect(w http.ResponseWriter, r *http.Request, start tim
 		return
 	}
 	var up net.Conn
-	d := net.Dialer{Timeout: g.lim.DialTimeout}
 	for _, a := range addrs {
-		if up, err = d.DialContext(r.Context(), "tcp", netip.AddrPortFrom(a, uint16(t.port)).String()); err == nil {
+		if up, err = g.cfg.Dial(r.Context(), "tcp", netip.AddrPortFrom(a, uint16(t.port)).String()); err == nil {
 			break
 		}
 	}

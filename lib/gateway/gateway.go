@@ -84,6 +84,11 @@ type Config struct {
 	LedgerMax   int64   // 0 = DefaultLedgerMax
 	Now         func() time.Time
 	Resolve     func(ctx context.Context, host string) ([]netip.Addr, error) // nil = net.DefaultResolver
+	// Dial opens every upstream connection the gateway makes (a model
+	// provider's, a CONNECT tunnel's, a plain http:// request's); nil = a
+	// net.Dialer bounded by Limits.DialTimeout. Tests set one that refuses
+	// anything but loopback.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Self are the host:port forms by which a box names the gateway itself
 	// (nil = DefaultSelf): an absolute http:// URI to one, from a client
 	// that proxies even loopback, is served as the route it names.
@@ -126,6 +131,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, lim: cfg.Limits.withDefaults(), granted: map[string]bool{},
 		upstreams: map[string]*upstream{}, tunnels: map[net.Conn]struct{}{}}
+	if g.cfg.Dial == nil {
+		g.cfg.Dial = (&net.Dialer{Timeout: g.lim.DialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	}
 	g.sum.Refusals = map[string]int{}
 	for name, p := range cfg.Providers {
 		if p.Name == "" {

@@ -194,6 +194,21 @@ func (d *fakeDNS) resolve(ctx context.Context, host string) ([]netip.Addr, error
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
 
+// loopbackOnly is the rig's dialer: an address that is not a loopback IP
+// (a name, a public or private-range address) fails the test and is never
+// dialed, so no test of the gateway sends traffic beyond loopback, even
+// to an upstream a test forgot to point at its own server.
+func loopbackOnly(errorf func(format string, args ...any)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if ip, perr := netip.ParseAddr(host); err != nil || perr != nil || !ip.Unmap().IsLoopback() {
+			errorf("the gateway dialed %s %s, not a loopback address", network, addr)
+			return nil, fmt.Errorf("test: %s is not loopback: not dialed", addr)
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}
+}
+
 func (d *fakeDNS) called() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -231,6 +246,9 @@ func newRig(t *testing.T, cfg Config) *rig {
 	r.ledger = cfg.Ledger
 	if cfg.Resolve == nil {
 		cfg.Resolve = r.dns.resolve
+	}
+	if cfg.Dial == nil {
+		cfg.Dial = loopbackOnly(t.Errorf)
 	}
 	t.Cleanup(func() {
 		r.dns.mu.Lock()

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/textproto"
@@ -72,7 +71,7 @@ func newModelProxy(g *Gateway) *modelProxy {
 	m := &modelProxy{g: g}
 	m.tr = &http.Transport{
 		Proxy:                 nil, // upstreams are dialed directly
-		DialContext:           (&net.Dialer{Timeout: g.lim.DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           g.cfg.Dial,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          64,
 		MaxIdleConnsPerHost:   64,

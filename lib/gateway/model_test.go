@@ -2,11 +2,13 @@ package gateway
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -394,5 +396,51 @@ func TestAbsoluteURIToTheGatewayItselfIsARoute(t *testing.T) {
 	}
 	if body := readAll(t, resp); resp.StatusCode != 200 || up.calls.Load() != 1 {
 		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+}
+
+// Every upstream connection goes through Config.Dial, the model route's
+// too: with the built-in providers (real public upstreams) and a key, a
+// call is handed to Dial as the upstream's name, unresolved, and the
+// rig's guard (loopbackOnly) refuses it before any lookup or dial; the
+// call fails 502 and nothing reached a resolver.
+func TestUpstreamsAreDialedOnlyThroughConfigDial(t *testing.T) {
+	c := vaultCreds(t, map[string]string{"anthropic": realKey})
+	var mu sync.Mutex
+	var refused []string
+	guard := loopbackOnly(func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		refused = append(refused, fmt.Sprintf(format, args...))
+	})
+	r := newRig(t, Config{Providers: BuiltinProviders(), Granted: []string{"anthropic"}, Creds: c, Dial: guard})
+	resp := r.post("/anthropic/v1/messages", `{"model":"claude-test","max_tokens":10}`)
+	readAll(t, resp)
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("status %d, want 502", resp.StatusCode)
+	}
+	mu.Lock()
+	saw := append([]string(nil), refused...)
+	mu.Unlock()
+	if len(saw) == 0 || !strings.Contains(saw[0], "api.anthropic.com:443") {
+		t.Fatalf("the guard saw %q, want the upstream's name", saw)
+	}
+	if n := len(r.dns.called()); n != 0 {
+		t.Fatalf("%d lookups", n)
+	}
+	for _, a := range []string{"127.0.0.1:1", "[::1]:1", "[::ffff:127.0.0.1]:1"} {
+		refused = refused[:0]
+		if conn, err := guard(context.Background(), "tcp", a); err == nil {
+			conn.Close()
+		}
+		if len(refused) != 0 {
+			t.Errorf("%s refused as not loopback", a)
+		}
+	}
+	for _, a := range []string{"10.0.0.1:5432", "192.168.1.1:80", "8.8.8.8:53", "example.com:443", "x"} {
+		refused = refused[:0]
+		if _, err := guard(context.Background(), "tcp", a); err == nil || len(refused) != 1 {
+			t.Errorf("%s: dialed (%v, %q)", a, err, refused)
+		}
 	}
 }
