@@ -299,14 +299,7 @@ roster-task complete "filed five" || echo "FAIL complete"`)
 // the answers (straight into new/): what is left when it has ended is
 // served at the run's end, paced the same, and nothing is lost.
 func TestBoxActionsLeftAtTheEndArePacedToo(t *testing.T) {
-	f := newFixture(t, job, "")
-	f.setJob(`: > "$HOME/store/ready"
-o="$ROSTER_OUTBOX"
-for i in $(seq 1 12); do
-	printf '{"format":1,"kind":"file","text":"task %s"}' "$i" > "$o/tmp/a$i"
-	mv "$o/tmp/a$i" "$o/new/$i.json"
-done`)
-	task, run := f.claim(tms.NewTask{Text: "post twelve and go"})
+	f, task, run := postTwelveAndGo(t)
 	f.runHoldingFirstAction(task, run)
 	rec, err := runs.ReadRecord(f.w.Run(run))
 	if err != nil {
@@ -326,6 +319,20 @@ done`)
 	if filed != 12 {
 		t.Fatalf("%d of the 12 filings are in tasks.json", filed)
 	}
+}
+
+// postTwelveAndGo makes a fixture whose box posts 12 filings straight
+// into new/ and exits without waiting for an answer, and claims its task.
+func postTwelveAndGo(t *testing.T) (f *fixture, task, run string) {
+	f = newFixture(t, job, "")
+	f.setJob(`: > "$HOME/store/ready"
+o="$ROSTER_OUTBOX"
+for i in $(seq 1 12); do
+	printf '{"format":1,"kind":"file","text":"task %s"}' "$i" > "$o/tmp/a$i"
+	mv "$o/tmp/a$i" "$o/new/$i.json"
+done`)
+	task, run = f.claim(tms.NewTask{Text: "post twelve and go"})
+	return f, task, run
 }
 
 // checkPaced wants n actions in the record, numbered 1..n in order and
@@ -353,14 +360,7 @@ func checkPaced(t *testing.T, rec *runs.Record, n int) {
 // box cannot stretch its run's end (its claim, its slot of the cap) by
 // posting and exiting.
 func TestBoxActionsLeftAtTheEndAreServedForABoundedTime(t *testing.T) {
-	f := newFixture(t, job, "")
-	f.setJob(`: > "$HOME/store/ready"
-o="$ROSTER_OUTBOX"
-for i in $(seq 1 12); do
-	printf '{"format":1,"kind":"file","text":"task %s"}' "$i" > "$o/tmp/a$i"
-	mv "$o/tmp/a$i" "$o/new/$i.json"
-done`)
-	task, run := f.claim(tms.NewTask{Text: "post twelve and go"})
+	f, task, run := postTwelveAndGo(t)
 	f.runHoldingFirstActionFor(task, run, box.ActionBurst+4*time.Second)
 	rec, err := runs.ReadRecord(f.w.Run(run))
 	if err != nil {

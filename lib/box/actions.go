@@ -80,10 +80,7 @@ func (s *Supervision) drainActions(ctx context.Context, r *supervised) {
 // applyActions applies ents in their order and answers each, charging
 // each one's time to p.
 func (s *Supervision) applyActions(ctx context.Context, ob *outbox.Reader, rec *runs.Record, ev *runs.Evidence, p *pacer, ents []outbox.Entry) {
-	served := ""
-	if s.Task != nil {
-		served = s.Task.ID
-	}
+	served := s.servedTask()
 	for _, e := range ents {
 		var start time.Time
 		if p != nil {
@@ -159,10 +156,7 @@ func (s *Supervision) boundTmp(ctx context.Context, ob *outbox.Reader, rec *runs
 		return
 	}
 	why := fmt.Sprintf("outbox tmp/ over %d MiB or %d entries (or not a file): %d entries (%d bytes) removed", outbox.MaxTmpBytes>>20, outbox.MaxTmpEntries, b.Removed, b.Bytes)
-	served := ""
-	if s.Task != nil {
-		served = s.Task.ID
-	}
+	served := s.servedTask()
 	if err := s.Part.RefuseAction(ctx, rec.ID, served, 0, tms.ActInvalid, why); err != nil {
 		ev.Note = joinNote(ev.Note, fmt.Sprintf("journal: %v", err))
 	}
@@ -177,15 +171,21 @@ func (s *Supervision) noteCap(ctx context.Context, ob *outbox.Reader, rec *runs.
 	}
 	ignored := ob.Ignored()
 	why := fmt.Sprintf("over %d actions in this run: the cap was reached and %d more were ignored", outbox.MaxActions, ignored)
-	served := ""
-	if s.Task != nil {
-		served = s.Task.ID
-	}
+	served := s.servedTask()
 	if err := s.Part.RefuseAction(ctx, rec.ID, served, 0, tms.ActInvalid, why); err != nil {
 		why += fmt.Sprintf(" (journal: %v)", err)
 	}
 	ev.RefusedActions += ignored
 	ev.Note = joinNote(ev.Note, why)
+}
+
+// servedTask is the id of the task the run serves, "" for an ad-hoc run:
+// what its actions' journal lines name.
+func (s *Supervision) servedTask() string {
+	if s.Task == nil {
+		return ""
+	}
+	return s.Task.ID
 }
 
 // toTMS turns a decoded outbox action into the TMS's form.

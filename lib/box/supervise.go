@@ -467,31 +467,25 @@ func (s *Supervision) end(ctx context.Context, r *supervised, b *Box, ended, not
 		// Attesting waits for the partition lock at most the grace: a
 		// lock held elsewhere must not keep a stopped supervisor alive
 		// (the dispatcher's reclaim settles a task left claimed).
-		s.Part = s.Part.WithLockWait(Grace)
 		// Stopped (SIGTERM): what the box posted meanwhile is left unread
 		// in new/, so the supervisor ends within its grace.
-		if n := r.ob.Ignored(); n > 0 {
-			note = joinNote(note, fmt.Sprintf("stopped: %d actions left unread", n))
-		}
+		s.Part = s.Part.WithLockWait(Grace)
 	} else {
 		s.drainActions(ctx, r) // what the box posted as it ended
-		if n := r.ob.Ignored(); n > 0 && !r.ob.Capped() {
-			why := fmt.Sprintf("stopped: %d actions left unread", n)
-			if ctx.Err() == nil {
-				// The drain's bound: a box cannot stretch its run's end
-				// (its claim, its slot of the cap) by posting and exiting.
-				why = fmt.Sprintf("%d actions left unread: the box had ended and its actions' pacing would have outlasted %s", n, DrainFor)
-				served := ""
-				if s.Task != nil {
-					served = s.Task.ID
-				}
-				if err := s.Part.RefuseAction(ctx, r.rec.ID, served, 0, tms.ActInvalid, why); err != nil {
-					why += fmt.Sprintf(" (journal: %v)", err)
-				}
-				r.ev.RefusedActions += n
+	}
+	if n := r.ob.Ignored(); n > 0 && !r.ob.Capped() { // past the cap: noteCap's
+		why := fmt.Sprintf("stopped: %d actions left unread", n)
+		if !r.stopped && ctx.Err() == nil {
+			// The drain's bound: a box cannot stretch its run's end
+			// (its claim, its slot of the cap) by posting and exiting.
+			why = fmt.Sprintf("%d actions left unread: the box had ended and its actions' pacing would have outlasted %s", n, DrainFor)
+			served := s.servedTask()
+			if err := s.Part.RefuseAction(ctx, r.rec.ID, served, 0, tms.ActInvalid, why); err != nil {
+				why += fmt.Sprintf(" (journal: %v)", err)
 			}
-			note = joinNote(note, why)
+			r.ev.RefusedActions += n
 		}
+		note = joinNote(note, why)
 	}
 	s.noteCap(ctx, r.ob, r.rec, &r.ev)
 	cpu, mem := b.Usage()
