@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/roster-sh/roster/lib/box/reaper"
+	"github.com/roster-sh/roster/lib/creds"
 	"github.com/roster-sh/roster/lib/gateway"
 )
 
@@ -457,19 +458,19 @@ func child(role string, args []string) {
 // changed within the last two seconds at every request), prices (so
 // every call is priced), a ledger, and echo granted for the tunnels.
 func serveGateway(up, echo, dir, sock string) {
-	creds := gateway.Creds{VaultDir: filepath.Join(dir, "vault"), PiDir: filepath.Join(dir, "pi")}
-	if err := gateway.PutVault(creds.VaultDir, "anthropic", strings.NewReader("sk-bench-key\n")); err != nil {
+	sources := creds.Creds{VaultDir: filepath.Join(dir, "vault"), PiDir: filepath.Join(dir, "pi")}
+	if err := creds.PutVault(sources.VaultDir, "anthropic", strings.NewReader("sk-bench-key\n")); err != nil {
 		fail(err)
 	}
-	p := gateway.BuiltinProviders()["anthropic"]
+	p := creds.BuiltinProviders()["anthropic"]
 	p.Upstream = "http://" + up
 	g, err := gateway.New(gateway.Config{
 		Worker: "bench", Run: "bench",
-		Providers: map[string]gateway.Provider{"anthropic": p},
+		Providers: map[string]creds.Provider{"anthropic": p},
 		Granted:   []string{"anthropic"},
 		Allow:     []string{echo},
 		Prices:    map[string]gateway.Price{"claude-bench": {Input: 3, Output: 15}},
-		Creds:     creds,
+		Creds:     sources,
 		Ledger:    filepath.Join(dir, "gateway.jsonl"),
 	})
 	if err != nil {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/roster-sh/roster/lib/cli"
 	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/creds"
 	"github.com/roster-sh/roster/lib/errs"
-	"github.com/roster-sh/roster/lib/gateway"
 	"github.com/roster-sh/roster/lib/home"
 )
 
@@ -44,15 +44,15 @@ type KeyRmCmd struct {
 
 // providers are the built-in providers with org.toml's [gateway.NAME]
 // tables merged over them, as the gateway sees them.
-func providers(h home.Home) (map[string]gateway.Provider, error) {
+func providers(h home.Home) (map[string]creds.Provider, error) {
 	org, err := config.LoadOrg(h)
 	if err != nil {
 		return nil, err
 	}
-	return gateway.OrgProviders(org), nil
+	return creds.OrgProviders(org), nil
 }
 
-func knownProvider(ps map[string]gateway.Provider, name string) error {
+func knownProvider(ps map[string]creds.Provider, name string) error {
 	if _, ok := ps[name]; ok {
 		return nil
 	}
@@ -81,14 +81,14 @@ func (c *KeyPutCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	if err := gateway.PutVault(h.Vault(), c.Provider, key); err != nil {
+	if err := creds.PutVault(h.Vault(), c.Provider, key); err != nil {
 		return err
 	}
 	p := ps[c.Provider]
 	if !hasSource(p, "vault") {
 		env.Warn("%s's credentials in org.toml do not list \"vault\" (%s): the gateway will not use this key",
 			c.Provider, strings.Join(p.Credentials, ", "))
-	} else if src, err := gateway.Which(p, gateway.Creds{VaultDir: h.Vault()}, time.Now()); err == nil && src != "vault" {
+	} else if src, err := creds.Which(p, creds.Creds{VaultDir: h.Vault()}, time.Now()); err == nil && src != "vault" {
 		env.Warn("%s: %s comes before the vault in its credentials and serves now; the vault key is used only without it", c.Provider, src)
 	}
 	return nil
@@ -111,7 +111,7 @@ func readKey(env *cli.Env, provider string) (io.Reader, error) {
 	return strings.NewReader(string(key)), nil
 }
 
-func hasSource(p gateway.Provider, src string) bool {
+func hasSource(p creds.Provider, src string) bool {
 	for _, s := range p.Credentials {
 		if s == src {
 			return true
@@ -151,13 +151,13 @@ func (c *KeyLsCmd) Run(g *cli.Globals, env *cli.Env) error {
 		if r.Sources == nil {
 			r.Sources = []string{}
 		}
-		r.Source, err = gateway.Which(p, gateway.Creds{VaultDir: h.Vault()}, now)
+		r.Source, err = creds.Which(p, creds.Creds{VaultDir: h.Vault()}, now)
 		if err != nil {
 			r.Source = ""
 			// "anthropic: no credential in vault, pi: no credential" says
 			// its provider and its kind twice.
 			r.Problem = strings.TrimPrefix(err.Error(), n+": ")
-			r.Problem = strings.TrimSuffix(r.Problem, ": "+gateway.ErrNoCredential.Error())
+			r.Problem = strings.TrimSuffix(r.Problem, ": "+creds.ErrNoCredential.Error())
 			r.Hint = errs.HintOf(err)
 		}
 		if c.JSON {
@@ -183,7 +183,7 @@ func (c *KeyRmCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	if err := gateway.RemoveVault(h.Vault(), c.Provider); err != nil {
+	if err := creds.RemoveVault(h.Vault(), c.Provider); err != nil {
 		if errors.Is(err, errs.ErrNotFound) {
 			return errs.New(errs.ErrNotFound, fmt.Sprintf("the vault holds no %s key", c.Provider))
 		}

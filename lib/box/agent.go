@@ -7,6 +7,7 @@ import (
 
 	"github.com/roster-sh/roster/lib/agent"
 	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/creds"
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/gateway"
 	"github.com/roster-sh/roster/lib/home"
@@ -44,7 +45,7 @@ func prepareAgent(spec *config.Worker, org *config.Org, s *Spec) (*AgentRun, err
 	in := agent.Input{Model: spec.Model, Args: spec.AgentArgs, BriefingPath: BoxBriefing,
 		Provider: name, ProviderStyle: p.API}
 	if s.Network == "gateway" {
-		gp := gateway.Provider{Name: name, Style: p.API}
+		gp := creds.Provider{Name: name, Style: p.API}
 		in.BaseURL = gateway.BoxBaseURL(gp, BoxGatewayURL)
 		in.Key = envValue(s.Env, p.KeyEnv) // the placeholder the gateway set for a granted provider
 		if in.Key == "" {

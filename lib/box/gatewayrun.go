@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/creds"
 	"github.com/roster-sh/roster/lib/gateway"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/runs"
@@ -19,14 +20,14 @@ import (
 // provider's base URL at its route, and a placeholder key shaped like the
 // credential it stands for).
 func runGateway(h home.Home, spec *config.Worker, org *config.Org, s *Spec, task *tms.Task, now time.Time) (func() (Gateway, error), []string) {
-	providers := gateway.OrgProviders(org)
-	creds := gateway.Creds{VaultDir: h.Vault()}
+	providers := creds.OrgProviders(org)
+	sources := creds.Creds{VaultDir: h.Vault()}
 	granted := append([]string{}, spec.Gateway.Providers...)
 	sort.Strings(granted)
-	env := gateway.BoxEnv(providers, granted, creds, BoxGatewayURL, now)
+	env := gateway.BoxEnv(providers, granted, sources, BoxGatewayURL, now)
 	cfg := gateway.Config{
 		Worker: spec.Name, Providers: providers, Granted: granted,
-		Allow: spec.Gateway.Allow, Prices: gatewayPrices(org), Creds: creds,
+		Allow: spec.Gateway.Allow, Prices: gatewayPrices(org), Creds: sources,
 	}
 	proactive := task != nil && task.Standing == tms.Proactive
 	if proactive && (org.Budget.Tokens > 0 || org.Budget.USD > 0) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/roster-sh/roster/lib/gateway"
+	"github.com/roster-sh/roster/lib/creds"
 )
 
 const credOrg = `
@@ -48,7 +48,7 @@ func TestWorkerHeldWhileItsProvidersHaveNoCredentialResumesByItself(t *testing.T
 		t.Fatalf("hold logged %d times, want once:\n%s", n, f.log)
 	}
 	// A key appears in the vault: the next tick claims, and the end is logged once.
-	if err := gateway.PutVault(f.h.Vault(), "anthropic", strings.NewReader("sk-ant-test\n")); err != nil {
+	if err := creds.PutVault(f.h.Vault(), "anthropic", strings.NewReader("sk-ant-test\n")); err != nil {
 		t.Fatal(err)
 	}
 	rep := d.Tick(context.Background())
@@ -79,7 +79,7 @@ func TestWorkerHoldFollowsTheProvidersSourcesAndModeRules(t *testing.T) {
 		t.Fatalf("env credential: started %d, holds %v", len(rep.Started), rep.WorkerHolds)
 	}
 	// a vault key open to others is refused by name (and the lookup stops there)
-	if err := gateway.PutVault(f.h.Vault(), "anthropic", strings.NewReader("sk-ant-test")); err != nil {
+	if err := creds.PutVault(f.h.Vault(), "anthropic", strings.NewReader("sk-ant-test")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(filepath.Join(f.h.Vault(), "anthropic"), 0o644); err != nil {

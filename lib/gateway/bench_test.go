@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/roster-sh/roster/lib/creds"
 )
 
 // BenchmarkModelCall compares a non-streamed model call through the
@@ -25,8 +27,8 @@ func BenchmarkModelCall(b *testing.B) {
 	up := newFakeUpstream(&testing.T{}, realKey)
 	defer up.srv.Close()
 	dir := b.TempDir()
-	c := Creds{VaultDir: filepath.Join(dir, "vault"), Env: envMap(nil), PiDir: filepath.Join(dir, "pi")}
-	PutVault(c.VaultDir, "anthropic", strings.NewReader(realKey))
+	c := creds.Creds{VaultDir: filepath.Join(dir, "vault"), Env: envMap(nil), PiDir: filepath.Join(dir, "pi")}
+	creds.PutVault(c.VaultDir, "anthropic", strings.NewReader(realKey))
 	g, err := New(Config{Providers: providers(up, nil, c), Granted: []string{"anthropic"}, Creds: c,
 		Ledger: filepath.Join(dir, "gateway.jsonl"), Prices: map[string]Price{"claude-test": {Input: 3, Output: 15}}})
 	if err != nil {
@@ -114,7 +116,7 @@ func BenchmarkHTTPEgress(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
 	defer srv.Close()
 	dir := b.TempDir()
-	g, err := New(Config{Providers: BuiltinProviders(), Allow: []string{strings.TrimPrefix(srv.URL, "http://")}, Ledger: filepath.Join(dir, "gateway.jsonl")})
+	g, err := New(Config{Providers: creds.BuiltinProviders(), Allow: []string{strings.TrimPrefix(srv.URL, "http://")}, Ledger: filepath.Join(dir, "gateway.jsonl")})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -171,7 +173,7 @@ func (l latencies) report(b *testing.B) {
 func BenchmarkTunnels(b *testing.B) {
 	addr, _ := echoServer(&testing.T{})
 	dir := b.TempDir()
-	g, err := New(Config{Providers: BuiltinProviders(), Allow: []string{addr}})
+	g, err := New(Config{Providers: creds.BuiltinProviders(), Allow: []string{addr}})
 	if err != nil {
 		b.Fatal(err)
 	}

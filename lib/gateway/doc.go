@@ -11,7 +11,7 @@
 //     name containing auth, key, token, secret, cookie, session, password or
 //     credential; OpenAI's organization and project headers too, so the
 //     box cannot pick whose account pays) and the real credential, looked
-//     up fresh for each request (Lookup; never cached, never logged, never
+//     up fresh for each request (creds.Lookup; never cached, never logged, never
 //     written), is set: x-api-key, or Authorization: Bearer for an OpenAI
 //     key or an Anthropic OAuth token, which also gets the oauth-2025-04-20
 //     anthropic-beta feature the API requires with it (and an API key loses
@@ -38,12 +38,9 @@
 //     past MaxHeaderBytes: 431; a malformed request line: 400) is answered
 //     by net/http, before the gateway sees a request, and is not ledgered.
 //
-// Credential sources are tried in order. A vault or file: key open to
-// group or others (or a vault folder that is) stops the lookup with
-// ErrUnsafeMode rather than falling through to a key the operator did not
-// mean; an expired pi OAuth token falls through to the next source and is
-// ErrCredentialExpired only when none serves. pi's "!command" keys are not
-// run.
+// The providers and their credentials (org.toml's providers, the vault,
+// the host's pi login, env: and file: sources, the order they are tried
+// in) are lib/creds', which the dispatcher's credential hold also asks.
 //
 // Each request or tunnel ends as one fsynced line of runs/RUN/gateway.jsonl
 // (a tunnel also gets one when it opens), with no header value, body or

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/roster-sh/roster/lib/creds"
 	"github.com/roster-sh/roster/lib/runs"
 )
 
@@ -54,7 +55,7 @@ func (r *rig) connect(target string) (*http.Response, net.Conn, *bufio.Reader) {
 
 func TestConnectToGrantedAddress(t *testing.T) {
 	addr, conns := echoServer(t)
-	r := newRig(t, Config{Providers: BuiltinProviders(), Allow: []string{addr}})
+	r := newRig(t, Config{Providers: creds.BuiltinProviders(), Allow: []string{addr}})
 	resp, c, br := r.connect(addr)
 	if resp.StatusCode != 200 {
 		t.Fatalf("CONNECT: %d", resp.StatusCode)
@@ -83,7 +84,7 @@ func TestConnectToGrantedAddress(t *testing.T) {
 func TestConnectResolvesGrantedNameAndDialsTheAddress(t *testing.T) {
 	addr, _ := echoServer(t)
 	ap := netip.MustParseAddrPort(addr)
-	r := newRig(t, Config{Providers: BuiltinProviders(),
+	r := newRig(t, Config{Providers: creds.BuiltinProviders(),
 		Allow: []string{fmt.Sprintf("*.example.test:%d", ap.Port()), fmt.Sprintf("127.0.0.1:%d", ap.Port())}})
 	r.dns.names["git.example.test"] = []netip.Addr{ap.Addr()}
 	c := r.dial()
@@ -108,7 +109,7 @@ func TestHTTPToGrantedAddress(t *testing.T) {
 	}))
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
-	r := newRig(t, Config{Providers: BuiltinProviders(), Allow: []string{host}})
+	r := newRig(t, Config{Providers: creds.BuiltinProviders(), Allow: []string{host}})
 	r.client.Transport.(*http.Transport).Proxy = http.ProxyURL(&url.URL{Scheme: "http", Host: "gateway"})
 	resp, err := r.client.Get(srv.URL + "/simple/pkg/?q=1")
 	if err != nil {
@@ -127,7 +128,7 @@ func TestHTTPToGrantedAddress(t *testing.T) {
 
 func TestEgressRefusals(t *testing.T) {
 	addr, conns := echoServer(t)
-	r := newRig(t, Config{Providers: BuiltinProviders(),
+	r := newRig(t, Config{Providers: creds.BuiltinProviders(),
 		Allow: []string{"granted.test", "*.granted.test", "pypi.org", "10.9.0.0/16:5432"}})
 	r.dns.names["granted.test"] = []netip.Addr{netip.MustParseAddr("127.0.0.1")}
 	r.dns.names["lan.granted.test"] = []netip.Addr{netip.MustParseAddr("192.168.1.20"), netip.MustParseAddr("::ffff:10.0.0.1")}
@@ -193,7 +194,7 @@ func TestEgressRefusals(t *testing.T) {
 func TestListedPrivateAddressIsAllowed(t *testing.T) {
 	addr, conns := echoServer(t)
 	ap := netip.MustParseAddrPort(addr)
-	r := newRig(t, Config{Providers: BuiltinProviders(),
+	r := newRig(t, Config{Providers: creds.BuiltinProviders(),
 		Allow: []string{fmt.Sprintf("db.test:%d", ap.Port()), fmt.Sprintf("127.0.0.0/8:%d", ap.Port())}})
 	r.dns.names["db.test"] = []netip.Addr{ap.Addr()}
 	resp, c, _ := r.connect(fmt.Sprintf("db.test:%d", ap.Port()))

@@ -4,6 +4,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/roster-sh/roster/lib/creds"
 	"github.com/roster-sh/roster/lib/fakemodel"
 )
 
@@ -23,7 +24,7 @@ func TestUsageAgainstTheScriptedModelServer(t *testing.T) {
 		fm := fakemodel.New(tc.key, script)
 		srv := httptest.NewServer(fm)
 		c := vaultCreds(t, map[string]string{tc.provider: tc.key})
-		ps := BuiltinProviders()
+		ps := creds.BuiltinProviders()
 		p := ps[tc.provider]
 		p.Upstream = srv.URL
 		ps[tc.provider] = p

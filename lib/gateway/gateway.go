@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/roster-sh/roster/lib/creds"
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/runs"
 )
@@ -74,11 +75,11 @@ func (l Limits) withDefaults() Limits {
 // Config is one run's gateway.
 type Config struct {
 	Worker, Run string
-	Providers   map[string]Provider // all the org knows (org.toml merged over BuiltinProviders)
-	Granted     []string            // the worker's [gateway] providers
-	Allow       []string            // the worker's [gateway] allow
-	Prices      map[string]Price    // by model name
-	Creds       Creds
+	Providers   map[string]creds.Provider // all the org knows (org.toml merged over BuiltinProviders)
+	Granted     []string                  // the worker's [gateway] providers
+	Allow       []string                  // the worker's [gateway] allow
+	Prices      map[string]Price          // by model name
+	Creds       creds.Creds
 	Budget      *Budget // nil: none (owner work is never refused for budget)
 	Ledger      string  // runs/RUN/gateway.jsonl ("" = none, tests only)
 	LedgerMax   int64   // 0 = DefaultLedgerMax
@@ -140,10 +141,10 @@ func New(cfg Config) (*Gateway, error) {
 			p.Name = name
 			cfg.Providers[name] = p
 		}
-		if p.Name != name || !validProviderName(name) {
+		if p.Name != name || !creds.ValidProviderName(name) {
 			return nil, fmt.Errorf("gateway provider %q: bad name: %w", name, errs.ErrUsage)
 		}
-		if p.Style != StyleAnthropic && p.Style != StyleOpenAI {
+		if p.Style != creds.StyleAnthropic && p.Style != creds.StyleOpenAI {
 			return nil, fmt.Errorf("gateway provider %s: style %q: want anthropic or openai: %w", name, p.Style, errs.ErrUsage)
 		}
 		u, err := url.Parse(p.Upstream)
@@ -151,7 +152,7 @@ func New(cfg Config) (*Gateway, error) {
 			return nil, fmt.Errorf("gateway provider %s: upstream %q: want http(s)://HOST[:PORT][/PATH]: %w", name, p.Upstream, errs.ErrUsage)
 		}
 		for _, src := range p.Credentials {
-			if err := CheckSource(src); err != nil {
+			if err := creds.CheckSource(src); err != nil {
 				return nil, fmt.Errorf("gateway provider %s: %w", name, err)
 			}
 		}
@@ -366,7 +367,7 @@ func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, start time.Time
 	}
 	var body any
 	switch {
-	case rf.style == StyleAnthropic:
+	case rf.style == creds.StyleAnthropic:
 		body = map[string]any{"type": "error", "error": map[string]string{"type": "permission_error", "message": text}}
 	case rf.style != "":
 		body = map[string]any{"error": map[string]any{"message": text, "type": "permission_error", "code": rf.kind, "param": nil}}

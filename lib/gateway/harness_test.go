@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/roster-sh/roster/lib/creds"
 	"github.com/roster-sh/roster/lib/runs"
 )
 
@@ -356,12 +357,12 @@ func assertRefusal(t *testing.T, resp *http.Response, kind, shape string) {
 		t.Fatalf("body %q: %v", body, err)
 	}
 	switch shape {
-	case StyleAnthropic:
+	case creds.StyleAnthropic:
 		e, _ := v["error"].(map[string]any)
 		if v["type"] != "error" || e["type"] != "permission_error" || !strings.HasPrefix(e["message"].(string), "roster gateway: "+kind+": ") {
 			t.Fatalf("not an Anthropic error: %s", body)
 		}
-	case StyleOpenAI:
+	case creds.StyleOpenAI:
 		e, _ := v["error"].(map[string]any)
 		if e["type"] != "permission_error" || e["code"] != kind || !strings.HasPrefix(e["message"].(string), "roster gateway: "+kind+": ") {
 			t.Fatalf("not an OpenAI error: %s", body)
@@ -374,8 +375,8 @@ func assertRefusal(t *testing.T, resp *http.Response, kind, shape string) {
 }
 
 // providers points the built-in providers at fake upstreams.
-func providers(anth, oai *fakeUpstream, c Creds) map[string]Provider {
-	ps := BuiltinProviders()
+func providers(anth, oai *fakeUpstream, c creds.Creds) map[string]creds.Provider {
+	ps := creds.BuiltinProviders()
 	for name, f := range map[string]*fakeUpstream{"anthropic": anth, "openai": oai} {
 		p := ps[name]
 		if f != nil {

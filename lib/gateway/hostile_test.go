@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roster-sh/roster/lib/creds"
 	"github.com/roster-sh/roster/lib/runs"
 )
 
@@ -53,7 +54,7 @@ func waitClosed(t *testing.T, c net.Conn) []byte {
 }
 
 func TestSlowlorisIsCutAtReadHeaderTimeout(t *testing.T) {
-	r := newRig(t, Config{Providers: BuiltinProviders(), Limits: Limits{ReadHeaderTimeout: 200 * time.Millisecond}})
+	r := newRig(t, Config{Providers: creds.BuiltinProviders(), Limits: Limits{ReadHeaderTimeout: 200 * time.Millisecond}})
 	c := r.dial()
 	defer c.Close()
 	io.WriteString(c, "GET / HTTP/1.1\r\nHost: gateway\r\nX-Slow: ")
@@ -76,7 +77,7 @@ func TestSlowlorisIsCutAtReadHeaderTimeout(t *testing.T) {
 }
 
 func TestHugeHeaderIsRefused(t *testing.T) {
-	r := newRig(t, Config{Providers: BuiltinProviders(), Limits: Limits{MaxHeaderBytes: 8 << 10}})
+	r := newRig(t, Config{Providers: creds.BuiltinProviders(), Limits: Limits{MaxHeaderBytes: 8 << 10}})
 	c := r.dial()
 	defer c.Close()
 	go func() { // 100 MB of header; the gateway stops reading long before
@@ -185,7 +186,7 @@ func TestSmuggledRequestIsRefused(t *testing.T) {
 // and recorded.
 func TestIdleTunnelIsClosed(t *testing.T) {
 	addr, _ := echoServer(t)
-	r := newRig(t, Config{Providers: BuiltinProviders(), Allow: []string{addr}, Limits: Limits{TunnelIdle: 200 * time.Millisecond}})
+	r := newRig(t, Config{Providers: creds.BuiltinProviders(), Allow: []string{addr}, Limits: Limits{TunnelIdle: 200 * time.Millisecond}})
 	resp, c, _ := r.connect(addr)
 	if resp.StatusCode != 200 {
 		t.Fatal(resp.StatusCode)
@@ -209,7 +210,7 @@ func TestIdleTunnelIsClosed(t *testing.T) {
 // goroutines stay bounded, and it serves normally once they go.
 func TestConnectionFloodIsBounded(t *testing.T) {
 	const maxConns = 64
-	r := newRig(t, Config{Providers: BuiltinProviders(), Limits: Limits{MaxConns: maxConns, ReadHeaderTimeout: time.Minute}})
+	r := newRig(t, Config{Providers: creds.BuiltinProviders(), Limits: Limits{MaxConns: maxConns, ReadHeaderTimeout: time.Minute}})
 	base := runtime.NumGoroutine()
 	var mu sync.Mutex
 	var conns []net.Conn
@@ -292,7 +293,7 @@ func TestCloseEndsTunnelsAndStreams(t *testing.T) {
 }
 
 func TestLedgerIsCapped(t *testing.T) {
-	r := newRig(t, Config{Providers: BuiltinProviders(), LedgerMax: 2000})
+	r := newRig(t, Config{Providers: creds.BuiltinProviders(), LedgerMax: 2000})
 	for i := 0; i < 50; i++ {
 		r.healthy()
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roster-sh/roster/lib/creds"
 	"github.com/roster-sh/roster/lib/runs"
 )
 
@@ -32,12 +33,12 @@ func TestMain(m *testing.M) {
 }
 
 func serveForKill(dir, upstream string) {
-	ps := BuiltinProviders()
+	ps := creds.BuiltinProviders()
 	p := ps["anthropic"]
 	p.Upstream = upstream
 	ps["anthropic"] = p
 	g, err := New(Config{Providers: ps, Granted: []string{"anthropic"},
-		Creds:  Creds{VaultDir: filepath.Join(dir, "vault"), PiDir: filepath.Join(dir, "pi"), Env: envMap(nil)},
+		Creds:  creds.Creds{VaultDir: filepath.Join(dir, "vault"), PiDir: filepath.Join(dir, "pi"), Env: envMap(nil)},
 		Ledger: filepath.Join(dir, "gateway.jsonl")})
 	if err != nil {
 		fmt.Println(err)
@@ -59,7 +60,7 @@ func TestLedgerAfterKill9(t *testing.T) {
 	up := newFakeUpstream(t, realKey)
 	for round := 0; round < 5; round++ {
 		dir := t.TempDir()
-		if err := PutVault(filepath.Join(dir, "vault"), "anthropic", strings.NewReader(realKey)); err != nil {
+		if err := creds.PutVault(filepath.Join(dir, "vault"), "anthropic", strings.NewReader(realKey)); err != nil {
 			t.Fatal(err)
 		}
 		cmd := exec.Command(os.Args[0], "-test.run=^$")

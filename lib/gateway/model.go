@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/roster-sh/roster/lib/creds"
 	"github.com/roster-sh/roster/lib/runs"
 )
 
@@ -41,9 +42,9 @@ type upstream struct {
 // allocation holds all it needs (its bodies' wrappers and usage reader
 // included).
 type modelCall struct {
-	p        Provider
+	p        creds.Provider
 	upstream *upstream
-	cred     Credential
+	cred     creds.Credential
 	rest     string // the path after /PROVIDER, escaped
 	status   int
 	reqID    string
@@ -240,10 +241,10 @@ func (m *modelProxy) rewrite(pr *httputil.ProxyRequest) {
 		h["User-Agent"] = []string{""} // no Go default
 	}
 	switch {
-	case c.p.Style == StyleAnthropic && c.cred.OAuth:
+	case c.p.Style == creds.StyleAnthropic && c.cred.OAuth:
 		h["Authorization"] = []string{"Bearer " + c.cred.Value}
 		h["Anthropic-Beta"] = []string{withBeta(h["Anthropic-Beta"], oauthBeta, true)}
-	case c.p.Style == StyleAnthropic:
+	case c.p.Style == creds.StyleAnthropic:
 		h["X-Api-Key"] = []string{c.cred.Value}
 		if vs := h["Anthropic-Beta"]; len(vs) > 0 {
 			if b := withBeta(vs, oauthBeta, false); b != "" {
@@ -312,9 +313,9 @@ func (m *modelProxy) errorHandler(w http.ResponseWriter, r *http.Request, err er
 	writeProviderError(w, c.p, http.StatusBadGateway, "api_error", "roster gateway: "+c.p.Name+" upstream "+c.upstream.url.Host+" unreachable")
 }
 
-func writeProviderError(w http.ResponseWriter, p Provider, status int, typ, msg string) {
+func writeProviderError(w http.ResponseWriter, p creds.Provider, status int, typ, msg string) {
 	var body any
-	if p.Style == StyleAnthropic {
+	if p.Style == creds.StyleAnthropic {
 		body = map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}}
 	} else {
 		body = map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": nil, "param": nil}}
@@ -327,7 +328,7 @@ func writeProviderError(w http.ResponseWriter, p Provider, status int, typ, msg 
 
 // serve answers one request to /PROVIDER/...: grant, budget and
 // credential checks, then the proxy, then the ledger line.
-func (m *modelProxy) serve(w http.ResponseWriter, r *http.Request, p Provider, start time.Time) {
+func (m *modelProxy) serve(w http.ResponseWriter, r *http.Request, p creds.Provider, start time.Time) {
 	g := m.g
 	up := g.upstreams[p.Name]
 	rest := strings.TrimPrefix(r.URL.EscapedPath(), up.route)
@@ -352,10 +353,10 @@ func (m *modelProxy) serve(w http.ResponseWriter, r *http.Request, p Provider, s
 		g.refuse(w, r, start, rf)
 		return
 	}
-	cred, err := Lookup(p, g.cfg.Creds, g.cfg.Now())
+	cred, err := creds.Lookup(p, g.cfg.Creds, g.cfg.Now())
 	if err != nil {
 		// The box is told the kind, not the host's paths.
-		if errors.Is(err, ErrCredentialExpired) {
+		if errors.Is(err, creds.ErrCredentialExpired) {
 			rf.kind, rf.msg, rf.hint = runs.RefuseCredentialExpired, p.Name+" login on the host has expired", "the operator must run pi on the host"
 		} else {
 			rf.kind, rf.msg, rf.hint = runs.RefuseNoCredential, "no "+p.Name+" credential on the host", "the operator must store one"

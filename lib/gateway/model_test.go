@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roster-sh/roster/lib/creds"
 	"github.com/roster-sh/roster/lib/runs"
 )
 
@@ -21,10 +22,10 @@ const (
 	realOAI   = "sk-proj-REAL-OPENAI-do-not-leak"
 )
 
-func vaultCreds(t *testing.T, keys map[string]string) Creds {
+func vaultCreds(t *testing.T, keys map[string]string) creds.Creds {
 	c := testCreds(t, nil)
 	for p, k := range keys {
-		if err := PutVault(c.VaultDir, p, strings.NewReader(k+"\n")); err != nil {
+		if err := creds.PutVault(c.VaultDir, p, strings.NewReader(k+"\n")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -116,7 +117,7 @@ func TestAPIKeyInjectionDropsTheOAuthBeta(t *testing.T) {
 	c := vaultCreds(t, map[string]string{"anthropic": realKey})
 	r := newRig(t, Config{Providers: providers(up, nil, c), Granted: []string{"anthropic"}, Creds: c})
 	req, _ := http.NewRequest("POST", "http://gateway/anthropic/v1/messages", strings.NewReader(`{}`))
-	req.Header.Set("Authorization", "Bearer "+Placeholder(BuiltinProviders()["anthropic"], true))
+	req.Header.Set("Authorization", "Bearer "+Placeholder(creds.BuiltinProviders()["anthropic"], true))
 	req.Header.Set("Anthropic-Beta", "claude-code-20250219,oauth-2025-04-20")
 	resp, err := r.client.Do(req)
 	if err != nil {
@@ -131,11 +132,11 @@ func TestAPIKeyInjectionDropsTheOAuthBeta(t *testing.T) {
 // A stream paused upstream reaches the client in pieces: the first events
 // are read while the upstream is still holding the rest.
 func TestStreamArrivesUnbuffered(t *testing.T) {
-	for _, style := range []string{StyleAnthropic, StyleOpenAI} {
+	for _, style := range []string{creds.StyleAnthropic, creds.StyleOpenAI} {
 		t.Run(style, func(t *testing.T) {
 			key := realKey
 			path, body, firstText := "/anthropic/v1/messages", `{"model":"m","stream":true}`, `"text":"Hello"`
-			if style == StyleOpenAI {
+			if style == creds.StyleOpenAI {
 				key, path, firstText = realOAI, "/openai/v1/chat/completions", `"content":"Hello"`
 			}
 			up := newFakeUpstream(t, key)
@@ -165,7 +166,7 @@ func TestStreamArrivesUnbuffered(t *testing.T) {
 			}
 			ls := r.lines()
 			e := ls[len(ls)-1]
-			if style == StyleAnthropic {
+			if style == creds.StyleAnthropic {
 				if e.InputTokens != 25 || e.OutputTokens != 15 || e.CacheReadTokens != 7 || e.CacheWriteTokens != 3 || e.Model != "claude-test-20250101" {
 					t.Fatalf("anthropic stream usage %+v", e)
 				}
@@ -204,7 +205,7 @@ func TestRefusalProviderNotGranted(t *testing.T) {
 	up := newFakeUpstream(t, realOAI)
 	c := vaultCreds(t, map[string]string{"openai": realOAI})
 	r := newRig(t, Config{Providers: providers(nil, up, c), Granted: []string{"anthropic"}, Creds: c})
-	assertRefusal(t, r.post("/openai/v1/chat/completions", `{}`), runs.RefuseProviderNotGranted, StyleOpenAI)
+	assertRefusal(t, r.post("/openai/v1/chat/completions", `{}`), runs.RefuseProviderNotGranted, creds.StyleOpenAI)
 	if up.calls.Load() != 0 {
 		t.Fatal("upstream was called")
 	}
@@ -222,7 +223,7 @@ func TestRefusalNoCredential(t *testing.T) {
 	up := newFakeUpstream(t, realKey)
 	c := testCreds(t, nil)
 	r := newRig(t, Config{Providers: providers(up, nil, c), Granted: []string{"anthropic"}, Creds: c})
-	assertRefusal(t, r.post("/anthropic/v1/messages", `{}`), runs.RefuseNoCredential, StyleAnthropic)
+	assertRefusal(t, r.post("/anthropic/v1/messages", `{}`), runs.RefuseNoCredential, creds.StyleAnthropic)
 	if up.calls.Load() != 0 {
 		t.Fatal("upstream was called")
 	}
@@ -234,7 +235,7 @@ func TestRefusalCredentialExpired(t *testing.T) {
 	writePi(t, c, fmt.Sprintf(`{"anthropic":{"type":"oauth","access":%q,"refresh":"rt","expires":%d}}`, realOAuth, time.Now().Add(-time.Minute).UnixMilli()))
 	r := newRig(t, Config{Providers: providers(up, nil, c), Granted: []string{"anthropic"}, Creds: c})
 	resp := r.post("/anthropic/v1/messages", `{}`)
-	assertRefusal(t, resp, runs.RefuseCredentialExpired, StyleAnthropic)
+	assertRefusal(t, resp, runs.RefuseCredentialExpired, creds.StyleAnthropic)
 	if up.calls.Load() != 0 {
 		t.Fatal("upstream was called")
 	}
@@ -259,7 +260,7 @@ func TestRefusalCredentialRejectedPassesUpstreamAnswer(t *testing.T) {
 }
 
 func TestRefusalBadRequest(t *testing.T) {
-	r := newRig(t, Config{Providers: BuiltinProviders()})
+	r := newRig(t, Config{Providers: creds.BuiltinProviders()})
 	for _, path := range []string{"/", "/nosuchprovider/v1", "/anthropicx/v1"} {
 		resp, err := r.client.Get("http://gateway" + path)
 		if err != nil {
@@ -276,7 +277,7 @@ func TestRefusalBadRequest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		assertRefusal(t, resp, runs.RefuseBadRequest, StyleAnthropic)
+		assertRefusal(t, resp, runs.RefuseBadRequest, creds.StyleAnthropic)
 		conn.Close()
 	}
 	if sum, _ := r.g.Summary(); sum.LastRefusal.Target != "/anthropicx/v1" {
@@ -303,7 +304,7 @@ func TestBudgetSpentAfterTwoCalls(t *testing.T) {
 			t.Fatalf("call %d: %d %s", i+1, resp.StatusCode, body)
 		}
 	}
-	assertRefusal(t, r.post("/anthropic/v1/messages", `{}`), runs.RefuseBudgetSpent, StyleAnthropic)
+	assertRefusal(t, r.post("/anthropic/v1/messages", `{}`), runs.RefuseBudgetSpent, creds.StyleAnthropic)
 	if up.calls.Load() != 2 {
 		t.Fatalf("upstream calls %d", up.calls.Load())
 	}
@@ -321,7 +322,7 @@ func TestBudgetUSD(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatal(resp.StatusCode)
 	}
-	assertRefusal(t, r.post("/anthropic/v1/messages", `{}`), runs.RefuseBudgetSpent, StyleAnthropic)
+	assertRefusal(t, r.post("/anthropic/v1/messages", `{}`), runs.RefuseBudgetSpent, creds.StyleAnthropic)
 }
 
 // A rotated key is used at the next request; a removed one is refused at
@@ -335,17 +336,17 @@ func TestCredentialRotation(t *testing.T) {
 		t.Fatal(resp.StatusCode)
 	}
 	up.setKey("sk-ant-two", false)
-	if err := PutVault(c.VaultDir, "anthropic", strings.NewReader("sk-ant-two")); err != nil {
+	if err := creds.PutVault(c.VaultDir, "anthropic", strings.NewReader("sk-ant-two")); err != nil {
 		t.Fatal(err)
 	}
 	resp = r.post("/anthropic/v1/messages", `{}`)
 	if readAll(t, resp); resp.StatusCode != 200 {
 		t.Fatalf("rotated key not used: %d", resp.StatusCode)
 	}
-	if err := RemoveVault(c.VaultDir, "anthropic"); err != nil {
+	if err := creds.RemoveVault(c.VaultDir, "anthropic"); err != nil {
 		t.Fatal(err)
 	}
-	assertRefusal(t, r.post("/anthropic/v1/messages", `{}`), runs.RefuseNoCredential, StyleAnthropic)
+	assertRefusal(t, r.post("/anthropic/v1/messages", `{}`), runs.RefuseNoCredential, creds.StyleAnthropic)
 	assertNoSecret(t, r.ledger, "sk-ant-one", "sk-ant-two")
 }
 
@@ -365,12 +366,12 @@ func TestUpstreamUnreachableIs502(t *testing.T) {
 
 func TestNewRefusesBadConfig(t *testing.T) {
 	for name, cfg := range map[string]Config{
-		"bad allow":         {Providers: BuiltinProviders(), Allow: []string{"github.com", "http://x"}},
-		"unknown provider":  {Providers: BuiltinProviders(), Granted: []string{"gemini"}},
-		"bad upstream":      {Providers: map[string]Provider{"x": {Name: "x", Style: "openai", Upstream: "ftp://h"}}},
-		"bad style":         {Providers: map[string]Provider{"x": {Name: "x", Style: "grpc", Upstream: "http://h"}}},
-		"bad source":        {Providers: map[string]Provider{"x": {Name: "x", Style: "openai", Upstream: "http://h", Credentials: []string{"keychain"}}}},
-		"bad provider name": {Providers: map[string]Provider{"a/b": {Name: "a/b", Style: "openai", Upstream: "http://h"}}},
+		"bad allow":         {Providers: creds.BuiltinProviders(), Allow: []string{"github.com", "http://x"}},
+		"unknown provider":  {Providers: creds.BuiltinProviders(), Granted: []string{"gemini"}},
+		"bad upstream":      {Providers: map[string]creds.Provider{"x": {Name: "x", Style: "openai", Upstream: "ftp://h"}}},
+		"bad style":         {Providers: map[string]creds.Provider{"x": {Name: "x", Style: "grpc", Upstream: "http://h"}}},
+		"bad source":        {Providers: map[string]creds.Provider{"x": {Name: "x", Style: "openai", Upstream: "http://h", Credentials: []string{"keychain"}}}},
+		"bad provider name": {Providers: map[string]creds.Provider{"a/b": {Name: "a/b", Style: "openai", Upstream: "http://h"}}},
 	} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("%s: accepted", name)
@@ -413,7 +414,7 @@ func TestUpstreamsAreDialedOnlyThroughConfigDial(t *testing.T) {
 		defer mu.Unlock()
 		refused = append(refused, fmt.Sprintf(format, args...))
 	})
-	r := newRig(t, Config{Providers: BuiltinProviders(), Granted: []string{"anthropic"}, Creds: c, Dial: guard})
+	r := newRig(t, Config{Providers: creds.BuiltinProviders(), Granted: []string{"anthropic"}, Creds: c, Dial: guard})
 	resp := r.post("/anthropic/v1/messages", `{"model":"claude-test","max_tokens":10}`)
 	readAll(t, resp)
 	if resp.StatusCode != http.StatusBadGateway {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/roster-sh/roster/lib/creds"
 	"github.com/roster-sh/roster/lib/runs"
 )
 
@@ -121,24 +122,24 @@ func TestUsageFromStreamsAndBodies(t *testing.T) {
 		body        string
 		want        callUsage
 	}{
-		{"anthropic stream", StyleAnthropic, true, anthropicSSE1 + anthropicSSE2,
+		{"anthropic stream", creds.StyleAnthropic, true, anthropicSSE1 + anthropicSSE2,
 			callUsage{Model: "claude-test-20250101", ID: "msg_1", Input: 25, Output: 15, CacheRead: 7, CacheWrite: 3}},
-		{"openai stream", StyleOpenAI, true, openaiSSE1 + openaiSSE2,
+		{"openai stream", creds.StyleOpenAI, true, openaiSSE1 + openaiSSE2,
 			callUsage{Model: "gpt-test", ID: "chatcmpl-1", Input: 20, Output: 9, CacheRead: 10}},
-		{"openai responses stream", StyleOpenAI, true,
+		{"openai responses stream", creds.StyleOpenAI, true,
 			"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"model\":\"gpt-5\",\"usage\":{\"input_tokens\":100,\"input_tokens_details\":{\"cached_tokens\":40},\"output_tokens\":7}}}\n\n",
 			callUsage{Model: "gpt-5", ID: "resp_1", Input: 60, Output: 7, CacheRead: 40}},
-		{"crlf stream", StyleAnthropic, true, strings.ReplaceAll(anthropicSSE1+anthropicSSE2, "\n", "\r\n"),
+		{"crlf stream", creds.StyleAnthropic, true, strings.ReplaceAll(anthropicSSE1+anthropicSSE2, "\n", "\r\n"),
 			callUsage{Model: "claude-test-20250101", ID: "msg_1", Input: 25, Output: 15, CacheRead: 7, CacheWrite: 3}},
-		{"anthropic json", StyleAnthropic, false,
+		{"anthropic json", creds.StyleAnthropic, false,
 			`{"id":"msg_2","type":"message","content":[{"type":"text","text":"a \"quoted\" } ] , text"}],"model":"claude-x","usage":{"input_tokens":10,"output_tokens":5,"cache_read_input_tokens":2}}`,
 			callUsage{Model: "claude-x", ID: "msg_2", Input: 10, Output: 5, CacheRead: 2}},
-		{"openai json", StyleOpenAI, false,
+		{"openai json", creds.StyleOpenAI, false,
 			`{ "id" : "c1", "usage": {"prompt_tokens": 12, "completion_tokens": 4}, "model": "gpt-test", "choices": [] }`,
 			callUsage{Model: "gpt-test", ID: "c1", Input: 12, Output: 4}},
-		{"error json", StyleAnthropic, false, `{"type":"error","error":{"type":"overloaded_error","message":"x"}}`, callUsage{}},
-		{"usage nested elsewhere is not top-level", StyleAnthropic, false, `{"content":[{"usage":{"input_tokens":99}}]}`, callUsage{}},
-		{"not json", StyleOpenAI, false, "<html>502</html>", callUsage{}},
+		{"error json", creds.StyleAnthropic, false, `{"type":"error","error":{"type":"overloaded_error","message":"x"}}`, callUsage{}},
+		{"usage nested elsewhere is not top-level", creds.StyleAnthropic, false, `{"content":[{"usage":{"input_tokens":99}}]}`, callUsage{}},
+		{"not json", creds.StyleOpenAI, false, "<html>502</html>", callUsage{}},
 	} {
 		// Fed whole, and one byte at a time: the same answer.
 		for _, step := range []int{len(tc.body), 1, 7} {
@@ -156,7 +157,7 @@ func TestUsageFromStreamsAndBodies(t *testing.T) {
 }
 
 func TestUsageReaderMemoryIsBounded(t *testing.T) {
-	r := newUsageReader(StyleAnthropic, true)
+	r := newUsageReader(creds.StyleAnthropic, true)
 	r.Write([]byte("data: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\""))
 	big := []byte(strings.Repeat("x", 1<<20))
 	for i := 0; i < 8; i++ {
@@ -169,7 +170,7 @@ func TestUsageReaderMemoryIsBounded(t *testing.T) {
 	if u := r.result(); u.Input != 25 || u.Output != 15 {
 		t.Fatalf("after a long line: %+v", u)
 	}
-	j := newUsageReader(StyleOpenAI, false)
+	j := newUsageReader(creds.StyleOpenAI, false)
 	j.Write([]byte(`{"usage":{"pad":"`))
 	for i := 0; i < 8; i++ {
 		j.Write(big)
@@ -267,7 +268,7 @@ func FuzzUsageStream(f *testing.F) {
 	f.Add([]byte(`{"usage":{"prompt_tokens":-5,"completion_tokens":9e99}}`), false, uint16(1))
 	f.Add([]byte("data: {\"usage\":{\"input_tokens\":1}}\r\ndata: [DONE]"), true, uint16(2))
 	f.Fuzz(func(t *testing.T, body []byte, sse bool, split uint16) {
-		for _, style := range []string{StyleAnthropic, StyleOpenAI} {
+		for _, style := range []string{creds.StyleAnthropic, creds.StyleOpenAI} {
 			whole := newUsageReader(style, sse)
 			whole.Write(body)
 			cut := newUsageReader(style, sse)

@@ -3,6 +3,8 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/roster-sh/roster/lib/creds"
 )
 
 // Bounds of the usage reader: whatever a response's size, it holds at most
@@ -163,7 +165,7 @@ func (u *callUsage) addUsage(style string, f *usageFields) {
 			u.sawUsage = true
 		}
 	}
-	if style == StyleOpenAI {
+	if style == creds.StyleOpenAI {
 		in, cached := f.prompt, optInt{}
 		if !in.ok {
 			in = f.in

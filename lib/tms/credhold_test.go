@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/roster-sh/roster/lib/config"
-	"github.com/roster-sh/roster/lib/gateway"
+	"github.com/roster-sh/roster/lib/creds"
 )
 
 func TestDueHoldsAWorkerWhoseProvidersHaveNoCredential(t *testing.T) {
@@ -39,7 +39,7 @@ func TestDueHoldsAWorkerWhoseProvidersHaveNoCredential(t *testing.T) {
 		t.Fatalf("env key: claimable %d, hold %q", len(r.Claimable), r.CredentialHold)
 	}
 	env = ""
-	if err := gateway.PutVault(h.Vault(), "anthropic", strings.NewReader("sk-vault")); err != nil {
+	if err := creds.PutVault(h.Vault(), "anthropic", strings.NewReader("sk-vault")); err != nil {
 		t.Fatal(err)
 	}
 	if r, _ := p.Due(ctx); len(r.Claimable) != 1 {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/roster-sh/roster/lib/agent"
 	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/creds"
 	"github.com/roster-sh/roster/lib/errs"
-	"github.com/roster-sh/roster/lib/gateway"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/runs"
 	"github.com/roster-sh/roster/lib/snap"
@@ -52,7 +52,7 @@ func CredentialsPresent(org *config.Org, getenv func(string) string) bool {
 // Any one provider with a credential is enough (as with [dispatch]
 // credentials); a worker with no provider, or whose network is "none" or
 // "host", is never held for credentials. Each provider's sources are
-// looked up as the run's gateway will (gateway.Lookup: the vault with its
+// looked up as the run's gateway will (creds.Lookup: the vault with its
 // mode rules, the host's pi login, getenv for env:, key files), fresh at
 // every call; the reason names the sources, never a key. short is the
 // reason in a few words, for task listings.
@@ -63,11 +63,11 @@ func ProviderHold(h home.Home, org *config.Org, spec *config.Worker, getenv func
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	creds := gateway.Creds{VaultDir: h.Vault(), Env: func(name string) (string, bool) {
+	sources := creds.Creds{VaultDir: h.Vault(), Env: func(name string) (string, bool) {
 		v := getenv(name)
 		return v, v != ""
 	}}
-	providers := gateway.OrgProviders(org)
+	providers := creds.OrgProviders(org)
 	var reasons []string
 	for _, name := range spec.Gateway.Providers {
 		p, ok := providers[name]
@@ -75,11 +75,11 @@ func ProviderHold(h home.Home, org *config.Org, spec *config.Worker, getenv func
 			reasons = append(reasons, name+": not a provider of org.toml")
 			continue
 		}
-		_, err := gateway.Lookup(p, creds, now)
+		_, err := creds.Lookup(p, sources, now)
 		if err == nil {
 			return "", ""
 		}
-		reasons = append(reasons, strings.TrimSuffix(err.Error(), ": "+gateway.ErrNoCredential.Error()))
+		reasons = append(reasons, strings.TrimSuffix(err.Error(), ": "+creds.ErrNoCredential.Error()))
 	}
 	return "no model credential in reach (" + strings.Join(reasons, "; ") + ")",
 		"no model credential (" + strings.Join(spec.Gateway.Providers, ", ") + ")"

@@ -1,4 +1,4 @@
-package gateway
+package creds
 
 import "github.com/roster-sh/roster/lib/config"
 

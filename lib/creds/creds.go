@@ -1,4 +1,4 @@
-package gateway
+package creds
 
 import (
 	"bytes"
@@ -42,34 +42,6 @@ func BuiltinProviders() map[string]Provider {
 	o := &config.Org{}
 	o.Gateway.Providers = config.BuiltinProviders()
 	return OrgProviders(o)
-}
-
-// BoxBaseURL is the value of p.BaseEnv in a box whose gateway is at gw
-// (http://127.0.0.1:3128): the provider's route, plus /v1 for the OpenAI
-// style, whose clients expect the version in the base URL (the route maps
-// /openai/v1/... onto UPSTREAM/v1/...).
-func BoxBaseURL(p Provider, gw string) string {
-	u := strings.TrimRight(gw, "/") + "/" + p.Name
-	if p.Style == StyleOpenAI {
-		u += "/v1"
-	}
-	return u
-}
-
-// Placeholder is the value of p.KeyEnv in a box: it names roster and is
-// never a secret. When oauth, it has an Anthropic OAuth token's prefix,
-// because pi switches to OAuth request headers for keys containing
-// "sk-ant-oat" and the gateway then injects the OAuth token it stands for.
-func Placeholder(p Provider, oauth bool) string {
-	switch {
-	case p.Style == StyleAnthropic && oauth:
-		return "sk-ant-oat01-roster-placeholder-the-gateway-injects-the-real-token"
-	case p.Style == StyleAnthropic:
-		return "sk-ant-api03-roster-placeholder-the-gateway-injects-the-real-key"
-	case p.Style == StyleOpenAI:
-		return "sk-roster-placeholder-the-gateway-injects-the-real-key"
-	}
-	return "roster-placeholder-the-gateway-injects-the-real-key"
 }
 
 // Creds says where the credential sources live.
@@ -449,7 +421,7 @@ func readPiAuth(path string) (*piAuth, error) {
 // durably with mode 0600, dir made (or reset to) mode 0700. The key is
 // read from a reader, never an argument, so it never shows in ps.
 func PutVault(dir, provider string, r io.Reader) error {
-	if !validProviderName(provider) {
+	if !ValidProviderName(provider) {
 		return fmt.Errorf("provider name %q: want lower-case letters, digits, - or _: %w", provider, errs.ErrUsage)
 	}
 	data, err := io.ReadAll(io.LimitReader(r, maxKeyBytes+1))
@@ -497,7 +469,7 @@ func PutVault(dir, provider string, r io.Reader) error {
 
 // RemoveVault deletes dir/PROVIDER (durably); a missing key is ErrNotFound.
 func RemoveVault(dir, provider string) error {
-	if !validProviderName(provider) {
+	if !ValidProviderName(provider) {
 		return fmt.Errorf("provider name %q: %w", provider, errs.ErrUsage)
 	}
 	path := filepath.Join(dir, provider)
@@ -510,9 +482,9 @@ func RemoveVault(dir, provider string) error {
 	return fsx.SyncDir(dir)
 }
 
-// validProviderName: a provider name is a route segment and a vault file
+// ValidProviderName: a provider name is a route segment and a vault file
 // name, so nothing that could escape either.
-func validProviderName(s string) bool {
+func ValidProviderName(s string) bool {
 	if s == "" || len(s) > 64 {
 		return false
 	}

@@ -1,4 +1,4 @@
-package gateway
+package creds
 
 import (
 	"errors"
@@ -237,37 +237,6 @@ func TestPutVault(t *testing.T) {
 	}
 }
 
-func TestPlaceholderNamesRosterAndHasTheCredentialsForm(t *testing.T) {
-	b := BuiltinProviders()
-	for _, tc := range []struct {
-		p      Provider
-		oauth  bool
-		prefix string
-	}{
-		{b["anthropic"], true, "sk-ant-oat01-"},
-		{b["anthropic"], false, "sk-ant-api03-"},
-		{b["openai"], false, "sk-"},
-	} {
-		ph := Placeholder(tc.p, tc.oauth)
-		if !strings.HasPrefix(ph, tc.prefix) || !strings.Contains(ph, "roster-placeholder") {
-			t.Errorf("%s oauth=%v: %q", tc.p.Name, tc.oauth, ph)
-		}
-	}
-	if strings.Contains(Placeholder(b["anthropic"], false), "oat") {
-		t.Error("API-key placeholder looks like an OAuth token to pi")
-	}
-}
-
-func TestBoxBaseURL(t *testing.T) {
-	b := BuiltinProviders()
-	if got := BoxBaseURL(b["anthropic"], "http://127.0.0.1:3128"); got != "http://127.0.0.1:3128/anthropic" {
-		t.Error(got)
-	}
-	if got := BoxBaseURL(b["openai"], "http://127.0.0.1:3128/"); got != "http://127.0.0.1:3128/openai/v1" {
-		t.Error(got)
-	}
-}
-
 func TestCheckSource(t *testing.T) {
 	for _, ok := range []string{"vault", "pi", "env:X", "file:/etc/k"} {
 		if err := CheckSource(ok); err != nil {
@@ -278,32 +247,6 @@ func TestCheckSource(t *testing.T) {
 		if err := CheckSource(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
-	}
-}
-
-func TestBoxEnvHoldsPlaceholdersShapedLikeTheCredential(t *testing.T) {
-	c := testCreds(t, map[string]string{"OPENAI_API_KEY": "sk-SECRET-openai"})
-	writePi(t, c, fmt.Sprintf(`{"anthropic":{"type":"oauth","access":"sk-ant-oat01-SECRET","refresh":"r","expires":%d}}`, testNow.Add(time.Hour).UnixMilli()))
-	env := BoxEnv(BuiltinProviders(), []string{"openai", "anthropic", "openai", "nosuch"}, c, "http://127.0.0.1:3128", testNow)
-	want := []string{
-		"ANTHROPIC_BASE_URL=http://127.0.0.1:3128/anthropic",
-		"ANTHROPIC_API_KEY=" + Placeholder(BuiltinProviders()["anthropic"], true),
-		"OPENAI_BASE_URL=http://127.0.0.1:3128/openai/v1",
-		"OPENAI_API_KEY=" + Placeholder(BuiltinProviders()["openai"], false),
-	}
-	if strings.Join(env, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("env:\n%s", strings.Join(env, "\n"))
-	}
-	for _, e := range env {
-		if strings.Contains(e, "SECRET") {
-			t.Fatalf("a credential in the box's environment: %s", e)
-		}
-	}
-	if err := CheckAllow([]string{"github.com", "10.0.0.0/8:5432"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := CheckAllow([]string{"github.com", "https://x"}); !errors.Is(err, errs.ErrUsage) || !strings.Contains(err.Error(), `"https://x"`) {
-		t.Fatalf("CheckAllow: %v", err)
 	}
 }
 
