@@ -29,7 +29,7 @@
 // keeps the tasks it does not touch as their bytes and checks only the new
 // task's dependencies; it checks every task as fully as a decode does
 // unless the file carries its writer's seal (sealed.go: an extended
-// attribute with the file's size and CRC-32C, set before the rename),
+// attribute with the file's size and CRC-32, set before the rename),
 // which proves the bytes are the writer's own, checked, form.
 //
 // Finding a finished task (a dependency, Show, requeue, a too-late
@@ -47,7 +47,7 @@
 // An add at 10,000 pending tasks (tasks.json 2.3 MB; issue 14 item 5,
 // bench/tasks.sh) is mostly the files' own I/O, which the format asks
 // for at every change: tasks.json read whole and its seal checked (one
-// CRC-32C pass, reused for the new seal), the new tasks.json and
+// CRC-32 pass, reused for the new seal), the new tasks.json and
 // schedule.json written whole to temporary files (the first fsynced while
 // the second is written), the journal line appended, three fsyncs at
 // once, two renames, two folder fsyncs beside the freeing of the two old

@@ -12,6 +12,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"sync"
 
 	"github.com/roster-sh/roster/lib/fsx"
 )
@@ -179,8 +180,13 @@ type indexFile struct {
 	body     []byte // the entry lines, each ending in "\n"
 }
 
+// castagnoli is CRC-32C's table, made at its first use: building it is
+// 1.5 MB of checksumming, which a process that never reads the index
+// (an add without dependencies) does not pay.
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
+
 func crcText(b []byte) string {
-	return fmt.Sprintf("%08x", crc32.Checksum(b, castagnoli))
+	return fmt.Sprintf("%08x", crc32.Checksum(b, castagnoli()))
 }
 
 // parseIndex reads an index's text; name names it in refusals. Every

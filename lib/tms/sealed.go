@@ -21,8 +21,8 @@ import (
 // check was most of an add's time (9 of its 25 ms of CPU, 2026-12-01).
 //
 // Every tasks.json this package writes carries the extended attribute
-// user.roster.seal, "1 SIZE CRC": the file's size and CRC-32C (Castagnoli)
-// of all its bytes. It is set on the temporary file before that is fsynced
+// user.roster.seal, "2 SIZE CRC": the file's size and CRC-32 (IEEE, zlib's
+// polynomial) of all its bytes. It is set on the temporary file before that is fsynced
 // and renamed, so the file and its seal appear together, and it belongs to
 // that inode: a file written by anything else (a person's editor, another
 // program, a copy that drops attributes) has none. A read that finds the
@@ -33,21 +33,26 @@ import (
 // task by task as before, and refused if corrupt. The seal is a cache of a
 // check, never data: it is not part of tasks.json's format (which stays as
 // docs/layout.md has it), every other reader ignores it, and a wrong or
-// missing one only costs the full check. CRC-32C is a checksum against
+// missing one only costs the full check. CRC-32 is a checksum against
 // damage and edits, not a signature: tasks/ is root's alone.
+//
+// The seal was "1 SIZE CRC-32C" before; CRC-32C's table in hash/crc32 is
+// 1.5 MB of checksumming to build (0.2-0.35 ms, in every process that
+// uses it), where the IEEE polynomial's carry-less-multiply code needs
+// none and sums 2.3 MB as fast: a file sealed "1 ..." does not match, is
+// checked once in full and sealed anew. Castagnoli stays for the history
+// index's head (history.go), built only by a change that reads it.
 
 const sealAttr = "user.roster.seal"
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // sealText is the seal of a file of size bytes with checksum sum.
 func sealText(size int, sum uint32) string {
-	return "1 " + strconv.Itoa(size) + " " + strconv.FormatUint(uint64(sum), 16)
+	return "2 " + strconv.Itoa(size) + " " + strconv.FormatUint(uint64(sum), 16)
 }
 
 // sealed tells whether data is what a file sealed seal holds.
 func sealed(seal string, data []byte) bool {
-	return seal != "" && seal == sealText(len(data), crc32.Checksum(data, castagnoli))
+	return seal != "" && seal == sealText(len(data), crc32.ChecksumIEEE(data))
 }
 
 // checkSeal tells whether r's file is what a file sealed seal holds,
@@ -59,9 +64,9 @@ func (r *rawFile) checkSeal(seal string) bool {
 		return false
 	}
 	end := r.off + len(r.block)
-	sum := crc32.Checksum(r.block, castagnoli)
-	c := crc32.Checksum(r.data[:r.off], castagnoli)
-	c = crc32.Update(crc32Combine(c, sum, len(r.block)), castagnoli, r.data[end:])
+	sum := crc32.ChecksumIEEE(r.block)
+	c := crc32.ChecksumIEEE(r.data[:r.off])
+	c = crc32.Update(crc32Combine(c, sum, len(r.block)), crc32.IEEETable, r.data[end:])
 	if seal != sealText(len(r.data), c) {
 		return false
 	}
@@ -69,16 +74,16 @@ func (r *rawFile) checkSeal(seal string) bool {
 	return true
 }
 
-// blockSum is the CRC-32C of r's block.
+// blockSum is the CRC-32 of r's block.
 func (r *rawFile) blockSum() uint32 {
 	if !r.summed {
-		r.sum, r.summed = crc32.Checksum(r.block, castagnoli), true
+		r.sum, r.summed = crc32.ChecksumIEEE(r.block), true
 	}
 	return r.sum
 }
 
 // sealOf is the seal of a file made of pieces, in order; the piece at
-// index known (-1: none) has CRC-32C sum, and is not summed again.
+// index known (-1: none) has CRC-32 sum, and is not summed again.
 func sealOf(pieces [][]byte, known int, sum uint32) string {
 	var c uint32
 	size := 0
@@ -86,17 +91,17 @@ func sealOf(pieces [][]byte, known int, sum uint32) string {
 		if i == known {
 			c = crc32Combine(c, sum, len(b))
 		} else {
-			c = crc32.Update(c, castagnoli, b)
+			c = crc32.Update(c, crc32.IEEETable, b)
 		}
 		size += len(b)
 	}
 	return sealText(size, c)
 }
 
-// crc32Combine is the CRC-32C of a followed by b, from a's CRC, b's and
-// b's length (zlib's crc32_combine, for the Castagnoli polynomial): the
-// checksum of the 2 MB of tasks a sealed add keeps is taken once, when
-// the seal is checked, not again for the file it writes.
+// crc32Combine is the CRC-32 of a followed by b, from a's CRC, b's and
+// b's length (zlib's crc32_combine): the checksum of the 2 MB of tasks a
+// sealed add keeps is taken once, when the seal is checked, not again for
+// the file it writes.
 func crc32Combine(crcA, crcB uint32, lenB int) uint32 {
 	// crcA times x^(8 lenB) modulo the polynomial, plus crcB. Bit 31 is
 	// x^0 (the reflected form hash/crc32 uses).
@@ -111,9 +116,9 @@ func crc32Combine(crcA, crcB uint32, lenB int) uint32 {
 	return multModP(p, crcA) ^ crcB
 }
 
-// multModP is a times b modulo the Castagnoli polynomial (reflected).
+// multModP is a times b modulo the IEEE polynomial (reflected).
 func multModP(a, b uint32) uint32 {
-	const poly = 0x82f63b78 // crc32.Castagnoli
+	const poly = crc32.IEEE
 	var p uint32
 	for m := uint32(1) << 31; m != 0; m >>= 1 {
 		if a&m != 0 {

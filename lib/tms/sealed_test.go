@@ -8,10 +8,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/roster-sh/roster/lib/errs"
+	"golang.org/x/sys/unix"
 )
 
 // checkRaw fails unless r's block holds full's tasks, one a line, in
@@ -111,6 +113,51 @@ func TestSealDoesNotCoverAnEditedFile(t *testing.T) {
 	}
 }
 
+// A file sealed the way earlier versions did ("1 SIZE CRC-32C") is not
+// taken as sealed: a corrupt task under such a seal, true to its bytes,
+// is found by the full check and refused; a sound file is checked, and
+// the add seals it anew.
+func TestOldSealIsCheckedInFull(t *testing.T) {
+	h := newHome(t, "w")
+	p, _ := open(t, h, "w")
+	mustAdd(t, p, NewTask{Text: "a"})
+	path := p.W.TasksFile()
+	if _, seal, _ := readSealed(path); seal == "" {
+		t.Skip("the temporary folder's filesystem keeps no user attributes")
+	}
+	oldSeal := func(data []byte) {
+		t.Helper()
+		v1 := "1 " + strconv.Itoa(len(data)) + " " + strconv.FormatUint(uint64(crc32.Checksum(data, castagnoli())), 16)
+		if err := unix.Setxattr(path, sealAttr, []byte(v1), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, _, err := readSealed(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := bytes.Replace(data, []byte(`"state":"pending"`), []byte(`"state":"pendin!"`), 1)
+	if err := os.WriteFile(path, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	oldSeal(bad)
+	if _, err := p.Add(ctx, NewTask{Text: "b"}); !errors.Is(err, errs.ErrRefused) {
+		t.Fatalf("add on a corrupt file under an old seal: %v, want refused", err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	oldSeal(data)
+	mustAdd(t, p, NewTask{Text: "c"})
+	after, seal, err := readSealed(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(seal, "2 ") || !sealed(seal, after) {
+		t.Fatalf("seal after the add: %q", seal)
+	}
+}
+
 // crc32Combine gives the checksum of two pieces one after the other, as
 // one pass over both does, whatever their lengths (empty ones too).
 func TestCRC32Combine(t *testing.T) {
@@ -126,8 +173,8 @@ func TestCRC32Combine(t *testing.T) {
 				continue
 			}
 			a, b := buf[:la], buf[la:la+lb]
-			want := crc32.Checksum(buf[:la+lb], castagnoli)
-			if got := crc32Combine(crc32.Checksum(a, castagnoli), crc32.Checksum(b, castagnoli), lb); got != want {
+			want := crc32.ChecksumIEEE(buf[:la+lb])
+			if got := crc32Combine(crc32.ChecksumIEEE(a), crc32.ChecksumIEEE(b), lb); got != want {
 				t.Fatalf("combine of %d and %d bytes: %08x, want %08x", la, lb, got, want)
 			}
 		}
@@ -136,9 +183,9 @@ func TestCRC32Combine(t *testing.T) {
 	for known := -1; known < len(pieces); known++ {
 		var sum uint32
 		if known >= 0 {
-			sum = crc32.Checksum(pieces[known], castagnoli)
+			sum = crc32.ChecksumIEEE(pieces[known])
 		}
-		if got, want := sealOf(pieces, known, sum), sealText(1<<20, crc32.Checksum(buf[:1<<20], castagnoli)); got != want {
+		if got, want := sealOf(pieces, known, sum), sealText(1<<20, crc32.ChecksumIEEE(buf[:1<<20])); got != want {
 			t.Fatalf("sealOf with piece %d known: %q, want %q", known, got, want)
 		}
 	}
