@@ -8,7 +8,9 @@
 #                           the same filesystem: roster-snap take vs cp -al,
 #                           and roster's time with the writer over without
 #   restore:                roster-snap restore  vs  rsync -a --delete from the snapshot
-#                           (into the live store, and into an empty folder)
+#                           (into the live store, and into an empty folder), and
+#                           vs rsync glued together for roster's guarantees
+#                           (an undo, a staged tree, a swap: see section 3)
 # Peak memory of roster-snap comes from /usr/bin/time -v when installed.
 # Targets (report only, never pass/fail): 1% changed <= 1.0x cp -al and
 # <= 0.25x rsync; unchanged <= 0.1x rsync; restore <= 1.0x rsync;
@@ -188,16 +190,36 @@ change1pct 11
 change1pct 11 "$mirror"
 with_writer t_wr_roster "${snap[@]}" take bench
 with_writer t_wr_cp cp -al "$mirror" "$work/c3"
+# (untimed) the glued restore's undo below links against this: rsync's
+# snapshot of the state roster's newest snapshot now holds.
+rsync -a --link-dest="$work/r2" "$mirror/" "$work/r3/"
 
 # 3. Restore the first snapshot over the store, 3% of whose files now
 # differ from it (changes 7, 11 and 8; roster also takes its pre-restore
 # snapshot, links each unchanged live file into the restored tree and
 # copies the rest). rsync restores the same snapshot into the mirror,
 # which had the same changes: the same 3% to copy.
+# The third peer is what an operator would glue together from rsync for
+# roster's guarantees, on its own copy of the same state: an undo first
+# (rsync --link-dest against its newest snapshot, never linking a live
+# file), the restored tree staged beside the store (--link-dest from the
+# live store: unchanged files linked, the rest copied), swapped in by two
+# renames (Debian 12 has no exchange: mv --exchange and exch are newer),
+# the old tree deleted. It syncs nothing, where roster makes the undo and
+# the restored tree durable before the swap.
 change1pct 8
 change1pct 8 "$mirror"
+cp -a "$mirror" "$work/glue"
+glued_restore() {
+	rsync -a --link-dest="$work/r3" "$work/glue/" "$work/glue-undo/"
+	rsync -a --link-dest="$work/glue" "$W/store-snapshots/$first/store/" "$work/glue-new/"
+	mv "$work/glue" "$work/glue-old"
+	mv "$work/glue-new" "$work/glue"
+	rm -rf "$work/glue-old"
+}
 timed t_re_roster "${snap[@]}" restore bench --from "$first"
 timed t_re_rsync rsync -a --delete "$W/store-snapshots/$first/store/" "$mirror/"
+timed t_re_glue glued_restore
 timed t_re_rsync_full rsync -a --delete "$W/store-snapshots/$first/store/" "$work/empty-for-rsync/"
 
 echo
@@ -213,6 +235,9 @@ printf '%-34s %10s %10s %10s %14s %14s\n' "restore (3% differ) vs rsync into a c
 	"$(ratio "$t_re_roster" "$t_re_rsync")" "-"
 printf '%-34s %10s %10s %10s %14s %14s\n' "restore vs rsync into empty folder" "$t_re_roster" "$t_re_rsync_full" "-" \
 	"$(ratio "$t_re_roster" "$t_re_rsync_full")" "-"
+printf '%-34s %10s %10s %10s %14s %14s\n' "restore vs rsync glued for its guarantees" "$t_re_roster" "$t_re_glue" "-" \
+	"$(ratio "$t_re_roster" "$t_re_glue")" "-"
+echo "  (glued: an undo by rsync --link-dest, the restored tree staged by --link-dest from the live store, two renames, rm -rf; nothing synced)"
 echo "targets: 1% <= 0.25x rsync and <= 1.0x cp -al; unchanged <= 0.1x rsync; restore <= 1.0x rsync into a copy"
 if [ "$peak" -gt 0 ]; then
 	echo "roster-snap peak RSS: $((peak / 1024)) MB (target <= 150 MB)"

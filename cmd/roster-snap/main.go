@@ -39,6 +39,10 @@ type CLI struct {
 	Unpin   UnpinCmd   `cmd:"" help:"Give a pinned snapshot back to the rotation; prints its id."`
 }
 
+// started is when the program began, as near as Go can say: a trace's
+// total counts from it.
+var started = time.Now()
+
 func main() {
 	os.Exit(cli.Main("roster-snap", &CLI{}, os.Args[1:]))
 }
@@ -76,11 +80,31 @@ func options(h home.Home, env *cli.Env, wait time.Duration) (snap.Options, error
 	case wait == 0:
 		wait = snap.NoWait // one try, then exit 11
 	}
-	return snap.Options{Keep: org.Storage.Snapshots, Daily: org.Storage.Daily, Zone: org.Zone(),
-		UndoDays: org.Storage.UndoDays, MinFree: org.Storage.MinFree, Wait: wait}, nil
+	opt := snap.Options{Keep: org.Storage.Snapshots, Daily: org.Storage.Daily, Zone: org.Zone(),
+		UndoDays: org.Storage.UndoDays, MinFree: org.Storage.MinFree, Wait: wait}
+	if os.Getenv("ROSTER_SNAP_TRACE") != "" {
+		opt.Trace = tracer(env.Stderr)
+	}
+	return opt, nil
 }
 
-// progress draws a bar on stderr only when stderr is a terminal.
+// tracer prints each step a take or restore passes (ROSTER_SNAP_TRACE):
+// its name, the milliseconds since the step before and since the program
+// started, as roster-box's trace does.
+func tracer(w io.Writer) func(string) {
+	var mu sync.Mutex
+	prev := started
+	return func(step string) {
+		mu.Lock()
+		defer mu.Unlock()
+		now := time.Now()
+		fmt.Fprintf(w, "roster-snap: trace: %-30s %9.2f ms %9.2f ms\n", step, ms(now.Sub(prev)), ms(now.Sub(started)))
+		prev = now
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
 // progress sets opt up to draw progress on stderr when it is a terminal:
 // a count with its rate, and, once a walk's total is known (snap.Phase: a
 // restore's exact count, a take's estimate from the previous snapshot),

@@ -127,6 +127,7 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 	if err := s.cleanup(); err != nil {
 		return nil, err
 	}
+	opt.mark("locked, snapshot read")
 	pre, live, err := s.preTake(ctx, &opt.Options, trees)
 	if err != nil {
 		return nil, err
@@ -134,6 +135,7 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 	res.PreRestore = pre
 	liveIdx := index(live)
 	res.Changes = compare(live, liveIdx, wanted(trees), true)
+	opt.mark("compared")
 	// Live inodes may be reused only when nothing can write into the old
 	// tree after the swap: no box is live, and --force was not asked for.
 	sg := newStager()
@@ -150,6 +152,7 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 		s.writeRestoreChanges(pre, nil, nil) // it changed nothing
 		return res, err
 	}
+	opt.mark("staged")
 	var times folderTimes
 	if opt.Path != "" {
 		times = keepTimes(trees[0].parent)
@@ -166,6 +169,7 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 		return res, err
 	}
 	olds, err := s.swapAll(trees, pre)
+	opt.mark("swapped")
 	if afterSwap != nil {
 		afterSwap()
 	}
@@ -186,12 +190,14 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 	if err := s.disposeAll(res, trees, olds, len(boxes) > 0); err != nil {
 		return res, err
 	}
+	opt.mark("old trees deleted")
 	// The restore record (record.go): what the restored files are, so the
 	// next take links instead of copying them all. Only a cache: a failure
 	// here costs that take time, never correctness.
 	if recs, err := s.recordEntries(trees); err == nil {
 		s.writeRecord(from, pre, opt.now(), scope, recs)
 	}
+	opt.mark("restore record written")
 	if kerr != nil {
 		return res, fmt.Errorf("%w (the restore itself is done)", kerr)
 	}

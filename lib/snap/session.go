@@ -37,6 +37,11 @@ type Options struct {
 	// display restarts its count there, with the walk's total (an
 	// estimate for a take: the previous snapshot's entries; -1: unknown).
 	Phase func(Phase)
+	// Trace is called as a take or a restore finishes each of its steps
+	// (nil: nothing), with the step's name: `ROSTER_SNAP_TRACE=1
+	// roster-snap` prints when each was passed, to show where the time
+	// goes (roster-snap(1)).
+	Trace func(step string)
 }
 
 // Phase is one walk of a take or a restore, for progress.
@@ -49,6 +54,13 @@ type Phase struct {
 func (o *Options) phase(worker, what string, total int) {
 	if o.Phase != nil {
 		o.Phase(Phase{Worker: worker, What: what, Total: total})
+	}
+}
+
+// mark reports a step passed to o.Trace.
+func (o *Options) mark(step string) {
+	if o.Trace != nil {
+		o.Trace(step)
 	}
 }
 

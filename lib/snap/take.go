@@ -52,6 +52,7 @@ func (s *session) takeAndPrune(ctx context.Context, opt *Options) (*Result, erro
 		return r, err
 	}
 	r.Pruned, err = s.prune(opt.Keep, opt)
+	opt.mark("pruned")
 	return r, err
 }
 
@@ -93,6 +94,7 @@ func (s *session) take(ctx context.Context, opt *Options, label string, force bo
 		if err != nil {
 			return nil, err
 		}
+		opt.mark("scanned")
 		if !changed {
 			res.Unchanged = true
 			return res, nil
@@ -120,6 +122,7 @@ func (s *session) take(ctx context.Context, opt *Options, label string, force bo
 	if err != nil {
 		return nil, err
 	}
+	opt.mark("tree built")
 	base, baseIdx := prev.Entries, byPath
 	restored := false // the change list is against what a restore put back, not prev
 	if rm != nil && rm.Header.ID != "" && rm.Header.ID != res.Prev {
@@ -150,6 +153,7 @@ func (s *session) take(ctx context.Context, opt *Options, label string, force bo
 		return nil, err
 	}
 	ok = true
+	opt.mark("manifest written, renamed in")
 	// The new manifest records the live inodes: a restore record has
 	// served its turn. (Left behind, it is harmless: a file matching the
 	// new manifest never consults it.)
