@@ -80,6 +80,21 @@
 #     switches (a take with them left out, for the measurement only: 2.13
 #     -> 1.77 CPU-s); then 1,000 copies, the two manifests and the change
 #     list. Linkat is 38% of a take's CPU, fstatat 12%, fsync 11%.
+#   issue 14 item 4, the restore (7148289 and after; two runs of this
+#     script at load 1.2-3.7): roster 6.07 / 5.31 s, rsync -a --delete into
+#     a copy 0.95 / 0.89 s (6.4x / 6.0x), rsync glued for the same
+#     guarantees 7.54 / 6.19 s (roster 0.81x / 0.86x of it, and roster syncs
+#     what it writes), the design floor (cp -al twice, rm -rf) 2.20 s in the
+#     second run (2.48x rsync). ROSTER_SNAP_TRACE on the same 3% state
+#     (load 1-3): pre-restore take 1.25-1.39 s, staging 1.44-1.49 s, old
+#     tree deleted 1.26-1.28 s (of which about 0.27 s is freeing the 3,000
+#     replaced files, each a discard on this disk, as rsync's renames over
+#     them pay too), restore record 0.31-0.34 s; total 4.4-4.7 s. Tried
+#     and not kept: one more P (no gain in 4 pairs at load 6-9); trusting
+#     the pre-restore take's stat of each live file instead of a second
+#     fstatat (100k fewer calls, no measurable gain); raw system calls for
+#     linkat, unlinkat and fstatat (context switches 60k -> 44k, CPU -10%,
+#     but a P held through a call that blocks on a cold cache).
 set -euo pipefail
 BIN=${BIN:-$(pwd)/bin}
 NFILES=${NFILES:-100000}
@@ -220,6 +235,18 @@ glued_restore() {
 timed t_re_roster "${snap[@]}" restore bench --from "$first"
 timed t_re_rsync rsync -a --delete "$W/store-snapshots/$first/store/" "$mirror/"
 timed t_re_glue glued_restore
+# The floor of roster's design, in the kernel's work alone: a restore
+# that keeps an undo and swaps in a whole sibling tree makes two trees
+# of names (the undo's links to snapshot inodes, the staged tree's links
+# to the live ones) and removes one (the old tree), where rsync into the
+# store only stats each name. cp -al twice and rm -rf do the same on a
+# tree of the same shape, single-threaded and syncing nothing.
+design_floor() {
+	cp -al "$work/glue" "$work/floor-1"
+	cp -al "$work/glue" "$work/floor-2"
+	rm -rf "$work/floor-1"
+}
+timed t_re_floor design_floor
 timed t_re_rsync_full rsync -a --delete "$W/store-snapshots/$first/store/" "$work/empty-for-rsync/"
 
 echo
@@ -238,6 +265,9 @@ printf '%-34s %10s %10s %10s %14s %14s\n' "restore vs rsync into empty folder" "
 printf '%-34s %10s %10s %10s %14s %14s\n' "restore vs rsync glued for its guarantees" "$t_re_roster" "$t_re_glue" "-" \
 	"$(ratio "$t_re_roster" "$t_re_glue")" "-"
 echo "  (glued: an undo by rsync --link-dest, the restored tree staged by --link-dest from the live store, two renames, rm -rf; nothing synced)"
+printf '%-34s %10s %10s %10s %14s %14s\n' "restore's floor: cp -al x2, rm -rf" "$t_re_roster" "$t_re_floor" "-" \
+	"$(ratio "$t_re_roster" "$t_re_floor")" "-"
+echo "  (floor/rsync into a copy: $(ratio "$t_re_floor" "$t_re_rsync"): what any restore with an undo and a whole-tree swap costs against rsync's stats)"
 echo "targets: 1% <= 0.25x rsync and <= 1.0x cp -al; unchanged <= 0.1x rsync; restore <= 1.0x rsync into a copy"
 if [ "$peak" -gt 0 ]; then
 	echo "roster-snap peak RSS: $((peak / 1024)) MB (target <= 150 MB)"
