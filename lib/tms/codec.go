@@ -564,16 +564,19 @@ func decodeRaw(data []byte) (*rawFile, *File, bool) {
 	if !ok || !hasFormat || f.Format != Format || f.Version < 0 {
 		return nil, nil, false
 	}
-	if !uniqueTemplates(f.Templates) {
+	if !validTemplates(f.Templates) {
 		return nil, nil, false
 	}
 	return d.raw, f, true
 }
 
-func uniqueTemplates(ts []Template) bool {
+// validTemplates tells whether DecodeFile would take the templates: each
+// with an id of its own and known values (badTemplateValue), so a raw read
+// refuses nothing less than DecodeFile does.
+func validTemplates(ts []Template) bool {
 	seen := make(map[string]bool, len(ts))
 	for i := range ts {
-		if id := ts[i].ID; id == "" || seen[id] {
+		if id := ts[i].ID; id == "" || seen[id] || badTemplateValue(&ts[i]) != "" {
 			return false
 		}
 		seen[ts[i].ID] = true

@@ -241,7 +241,7 @@ func decodeSealed(data []byte) (*rawFile, *File, bool) {
 	if !d.array(func() bool {
 		f.Templates = append(f.Templates, Template{})
 		return d.template(&f.Templates[len(f.Templates)-1])
-	}) || !d.eat('}') || !uniqueTemplates(f.Templates) {
+	}) || !d.eat('}') || !validTemplates(f.Templates) {
 		return nil, nil, false
 	}
 	if d.ws(); d.i != len(data) {
