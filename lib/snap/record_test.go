@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // snapInodes maps each regular file of a snapshot's store to its inode.
@@ -28,8 +30,42 @@ func snapInodes(t *testing.T, w interface{ Snapshot(string) string }, id string)
 // the next take copies none of the files the restore put back from a
 // snapshot: it links the snapshot copies those files provably hold (the
 // restore record), and lists none of what the restore changed.
+//
+// Both ways of knowing a snapshot file's inode are run: the folder's
+// getdents (where the filesystem is trusted for it) and an fstatat each.
 func TestTakeAfterRestoreLinksInsteadOfCopying(t *testing.T) {
 	needRoot(t)
+	bothInodeSources(t, testTakeAfterRestoreLinksInsteadOfCopying)
+}
+
+// bothInodeSources runs f as is and with the staging's getdents inodes
+// off (as on a filesystem inoTrusted does not name).
+func bothInodeSources(t *testing.T, f func(t *testing.T)) {
+	t.Run("getdents", func(t *testing.T) {
+		if !trustDirInodes(mustOpenDir(t, t.TempDir())) {
+			t.Skip("the test folder's filesystem is not one whose getdents inodes are trusted")
+		}
+		f(t)
+	})
+	t.Run("fstatat", func(t *testing.T) {
+		old := trustDirInodes
+		trustDirInodes = func(int) bool { return false }
+		t.Cleanup(func() { trustDirInodes = old })
+		f(t)
+	})
+}
+
+func mustOpenDir(t *testing.T, dir string) int {
+	t.Helper()
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
+
+func testTakeAfterRestoreLinksInsteadOfCopying(t *testing.T) {
 	w := newWorker(t, t.TempDir())
 	s := w.Store()
 	for i := 0; i < 40; i++ {
@@ -144,6 +180,10 @@ func TestTakeAfterRestoreCopiesAFileWrittenSince(t *testing.T) {
 // undo is identical to the original.
 func TestUndoRestoreReusesLiveFiles(t *testing.T) {
 	needRoot(t)
+	bothInodeSources(t, testUndoRestoreReusesLiveFiles)
+}
+
+func testUndoRestoreReusesLiveFiles(t *testing.T) {
 	w := newWorker(t, t.TempDir())
 	fillStore(t, w.Store(), "a")
 	write(t, filepath.Join(w.Store(), "big/unchanged"), strings.Repeat("u", 100000), 0o644)

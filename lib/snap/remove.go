@@ -1,6 +1,7 @@
 package snap
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"unsafe"
@@ -112,6 +113,7 @@ func removeWalk(p *pool, dir int, name string, parent *dirRef, path string) erro
 type dirent struct {
 	name string
 	typ  uint8
+	ino  uint64 // d_ino: the inode number, on the filesystems inoTrusted names
 }
 
 // readEntries lists a folder's entries with their types, from getdents64
@@ -138,6 +140,7 @@ func readEntries(fd int, buf []byte) ([]dirent, error) {
 				return nil, unix.EIO
 			}
 			typ := b[18]
+			ino := binary.NativeEndian.Uint64(b[:8])
 			nm := b[19:reclen]
 			for i, c := range nm {
 				if c == 0 {
@@ -146,7 +149,7 @@ func readEntries(fd int, buf []byte) ([]dirent, error) {
 				}
 			}
 			if s := string(nm); s != "." && s != ".." {
-				out = append(out, dirent{name: s, typ: typ})
+				out = append(out, dirent{name: s, typ: typ, ino: ino})
 			}
 			b = b[reclen:]
 		}

@@ -142,6 +142,10 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 	reuse := len(boxes) == 0 && !opt.Force
 	if reuse {
 		sg.pre, sg.preIdx = pre, liveIdx
+		var st unix.Stat_t
+		if unix.Fstat(s.snaps, &st) == nil {
+			sg.snapDev, sg.dino = st.Dev, trustDirInodes(s.snaps)
+		}
 	}
 	total := 0
 	for i := range trees {

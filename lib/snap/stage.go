@@ -3,6 +3,7 @@ package snap
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -14,11 +15,13 @@ import (
 // store: its later names link to the first one made, in whichever
 // staging tree that is).
 type stager struct {
-	pool   *pool
-	roots  []int           // each staged tree's top folder, open until every tree is staged
-	groups map[int]groupAt // hardlink group -> its first restored name
-	pre    string          // the pre-restore snapshot ("" when live files are not reused)
-	preIdx map[string]*Entry
+	pool    *pool
+	roots   []int           // each staged tree's top folder, open until every tree is staged
+	groups  map[int]groupAt // hardlink group -> its first restored name
+	pre     string          // the pre-restore snapshot ("" when live files are not reused)
+	preIdx  map[string]*Entry
+	dino    bool   // the snapshots' filesystem gives each entry's inode in getdents (inoTrusted)
+	snapDev uint64 // the snapshots' filesystem (reuse only)
 }
 
 type groupAt struct {
@@ -107,7 +110,8 @@ type stageLevel struct {
 	live int // the same folder in the live tree; -1 if none (or not reusing)
 	pre  int // the same folder in the pre-restore snapshot; -1 if none (or not reusing)
 	ref  *dirRef
-	jobs []int // files (entry indices) waiting to go to the pool as one operation
+	jobs []int         // files (entry indices) waiting to go to the pool as one operation
+	inos *folderInodes // src's regular files and their inodes (reuse only; nil: fstatat each)
 }
 
 // openTop makes the staging folder and opens the tree's top level: in
@@ -178,7 +182,86 @@ func (ts *treeStage) newLevel(path string, src, dst, live, pre int, e *Entry) st
 		}
 		return nil
 	})
-	return stageLevel{path: path, src: src, dst: dst, live: live, pre: pre, ref: ref}
+	l := stageLevel{path: path, src: src, dst: dst, live: live, pre: pre, ref: ref}
+	if live >= 0 && ts.sg.dino {
+		l.inos = &folderInodes{src: src}
+	}
+	return l
+}
+
+// folderInodes is a snapshot folder's regular files with their inode
+// numbers, read from one getdents pass when a batch of the folder's
+// files first needs them (on the pool; the others wait for it): reusable
+// needs the snapshot inode of each file it links from the live tree, and
+// one folder read instead of an fstatat per file saves one system call
+// of the staging's two per file (100,000 on the bench's store; ext4's
+// lookup of a name scans its folder's block).
+//
+// Snapshot folders are made by take and never change, so what the read
+// lists is what an fstatat would find. The inodes are trusted only on
+// the filesystems whose getdents gives the inode fstatat does
+// (inoTrusted); elsewhere the stager never makes one.
+type folderInodes struct {
+	once sync.Once
+	src  int
+	inos map[string]uint64 // nil: the read failed or gave no types: fstatat each
+}
+
+// ino is name's inode when getdents listed it as a regular file (ok
+// false: fstatat it instead; ino 0 with ok: not a regular file there).
+func (f *folderInodes) ino(name string) (ino uint64, ok bool) {
+	if f == nil {
+		return 0, false
+	}
+	f.once.Do(f.read)
+	if f.inos == nil {
+		return 0, false
+	}
+	return f.inos[name], true
+}
+
+func (f *folderInodes) read() {
+	fd, err := unix.Openat(f.src, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	ents, err := readEntries(fd, make([]byte, 32<<10))
+	if err != nil {
+		return
+	}
+	m := make(map[string]uint64, len(ents))
+	for _, e := range ents {
+		switch e.typ {
+		case unix.DT_UNKNOWN:
+			return // this folder's types are not given: fstatat each
+		case unix.DT_REG:
+			if e.ino != 0 {
+				m[e.name] = e.ino
+			}
+		}
+	}
+	f.inos = m
+}
+
+// trustDirInodes is inoTrusted; tests turn it off to run the fstatat way.
+var trustDirInodes = inoTrusted
+
+// inoTrusted reports whether the filesystem of the folder fd is one whose
+// getdents gives every entry's type and the inode number fstatat gives
+// (ext4, XFS, tmpfs, Btrfs within a subvolume; a bind mount changes
+// neither). Overlayfs, FUSE and network filesystems may map inode
+// numbers on stat only, so they are not trusted: there staging stats.
+func inoTrusted(fd int) bool {
+	var fs unix.Statfs_t
+	if unix.Fstatfs(fd, &fs) != nil {
+		return false
+	}
+	switch int64(fs.Type) {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.TMPFS_MAGIC, unix.BTRFS_SUPER_MAGIC:
+		return true
+	}
+	return false
 }
 
 // entry stages entry i, in the folder on top of the stack once the
@@ -306,7 +389,7 @@ func (ts *treeStage) put(l stageLevel, i int, name string, buf *[]byte) error {
 	t := ts.t
 	e := &t.entries[i]
 	if l.live >= 0 {
-		if sino := reusable(l.live, l.pre, l.src, name, ts.liveDev, e, ts.sg.preIdx[e.Path]); sino != 0 && unix.Linkat(l.live, name, l.dst, name, 0) == nil {
+		if sino := reusable(l.live, l.pre, l.src, l.inos, name, ts.liveDev, ts.sg.snapDev, e, ts.sg.preIdx[e.Path]); sino != 0 && unix.Linkat(l.live, name, l.dst, name, 0) == nil {
 			t.sino[i] = sino
 			return nil
 		}
@@ -351,7 +434,7 @@ func (ts *treeStage) put(l stageLevel, i int, name string, buf *[]byte) error {
 // against (as with any file root rewrites during a restore); if it moved
 // the size or mtime, recordTree leaves the file out of the restore record
 // and the next take compares it rather than trusting it.
-func reusable(live, pre, src int, name string, dev uint64, e, pe *Entry) uint64 {
+func reusable(live, pre, src int, inos *folderInodes, name string, dev, snapDev uint64, e, pe *Entry) uint64 {
 	var st unix.Stat_t
 	if unix.Fstatat(live, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 		return 0
@@ -359,22 +442,31 @@ func reusable(live, pre, src int, name string, dev uint64, e, pe *Entry) uint64 
 	if now := entryOf(e.Path, &st); st.Dev != dev || e.Type != TypeFile || !sameMeta(&now, e) {
 		return 0
 	}
-	var sst unix.Stat_t
-	if unix.Fstatat(src, name, &sst, unix.AT_SYMLINK_NOFOLLOW) != nil || sst.Mode&unix.S_IFMT != unix.S_IFREG {
+	// The snapshot's copy: a regular file, and its inode (from the
+	// folder's getdents where trusted, see folderInodes).
+	sino, listed := inos.ino(name)
+	if !listed {
+		var sst unix.Stat_t
+		if unix.Fstatat(src, name, &sst, unix.AT_SYMLINK_NOFOLLOW) != nil || sst.Mode&unix.S_IFMT != unix.S_IFREG {
+			return 0
+		}
+		sino = sst.Ino
+	}
+	if sino == 0 {
 		return 0
 	}
 	if !e.Unstable && e.Ino != 0 && st.Ino == e.Ino && st.Ctim.Nano() == e.Ctime {
-		return sst.Ino
+		return sino
 	}
 	if pre < 0 || pe == nil || pe.Type != TypeFile || pe.Unstable || pe.Ino != st.Ino || pe.Ctime != st.Ctim.Nano() {
 		return 0
 	}
 	var pst unix.Stat_t
 	if unix.Fstatat(pre, name, &pst, unix.AT_SYMLINK_NOFOLLOW) != nil || pst.Mode&unix.S_IFMT != unix.S_IFREG ||
-		pst.Ino != sst.Ino || pst.Dev != sst.Dev {
+		pst.Ino != sino || pst.Dev != snapDev {
 		return 0
 	}
-	return sst.Ino
+	return sino
 }
 
 // makeLocksMount makes the store's .locks mount point in a restored store:
