@@ -264,18 +264,47 @@ func (s *session) recordTree(p *pool, t *restoreTree) error {
 	if err != nil {
 		return err
 	}
+	// A folder's files are stat'ed on the pool in batches (one operation
+	// per batchSize files, as staging queues them), not one each.
 	type level struct {
 		path string
 		fd   int
 		ref  *dirRef
+		jobs []int
 	}
 	newLevel := func(path string, fd int) level {
 		return level{path: path, fd: fd, ref: p.newDirRef(func(bool) error { unix.Close(fd); return nil })}
 	}
+	flush := func(l *level) {
+		if len(l.jobs) == 0 {
+			return
+		}
+		dir, jobs := l.fd, l.jobs
+		l.jobs = nil
+		l.ref.run(func(*[]byte) error {
+			for _, i := range jobs {
+				e := &t.entries[i]
+				var st unix.Stat_t
+				if unix.Fstatat(dir, e.Path[strings.LastIndexByte(e.Path, '/')+1:], &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+					continue
+				}
+				now := entryOf(e.Path, &st)
+				if sameMeta(&now, e) {
+					now.SnapIno = t.sino[i]
+					t.rec[i] = now
+				}
+			}
+			return nil
+		})
+	}
+	pop := func(l *level) {
+		flush(l)
+		l.ref.release()
+	}
 	stack := []level{newLevel(t.path, root)}
 	defer func() {
 		for i := len(stack) - 1; i >= 0; i-- {
-			stack[i].ref.release()
+			pop(&stack[i])
 		}
 	}()
 	for i := 1; i < len(t.entries); i++ {
@@ -283,10 +312,10 @@ func (s *session) recordTree(p *pool, t *restoreTree) error {
 		slash := strings.LastIndexByte(e.Path, '/')
 		parent, name := e.Path[:slash], e.Path[slash+1:]
 		for len(stack) > 1 && stack[len(stack)-1].path != parent {
-			stack[len(stack)-1].ref.release()
+			pop(&stack[len(stack)-1])
 			stack = stack[:len(stack)-1]
 		}
-		top := stack[len(stack)-1]
+		top := &stack[len(stack)-1]
 		if top.path != parent {
 			return fmt.Errorf("%w: %s is not in walk order", ErrBadManifest, EscapeName(e.Path))
 		}
@@ -298,19 +327,9 @@ func (s *session) recordTree(p *pool, t *restoreTree) error {
 			}
 			stack = append(stack, newLevel(e.Path, fd))
 		case e.Type == TypeFile && t.sino[i] != 0:
-			dir, i := top.fd, i
-			top.ref.run(func(*[]byte) error {
-				var st unix.Stat_t
-				if unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-					return nil
-				}
-				now := entryOf(t.entries[i].Path, &st)
-				if sameMeta(&now, &t.entries[i]) {
-					now.SnapIno = t.sino[i]
-					t.rec[i] = now
-				}
-				return nil
-			})
+			if top.jobs = append(top.jobs, i); len(top.jobs) >= batchSize {
+				flush(top)
+			}
 		}
 	}
 	return nil
