@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -68,8 +69,9 @@ func removeWalk(p *pool, dir int, name string, parent *dirRef, path string) erro
 		return err
 	})
 	defer ref.release()
-	buf := make([]byte, 32<<10)
-	ents, err := readEntries(fd, buf)
+	buf := direntBufs.Get().(*[]byte)
+	ents, err := readEntries(fd, *buf)
+	direntBufs.Put(buf)
 	if err != nil {
 		return err
 	}
@@ -115,6 +117,12 @@ type dirent struct {
 	typ  uint8
 	ino  uint64 // d_ino: the inode number, on the filesystems inoTrusted names
 }
+
+// direntBufs are getdents buffers for the folder reads of a removal and
+// of staging's folderInodes, one per folder otherwise (a thousand
+// folders made 32 MB of garbage for the collector): readEntries copies
+// what it returns, so a buffer goes back as soon as it returns.
+var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // readEntries lists a folder's entries with their types, from getdents64
 // (linux_dirent64: ino u64, off s64, reclen u16, type u8, name).

@@ -226,7 +226,9 @@ func (f *folderInodes) read() {
 		return
 	}
 	defer unix.Close(fd)
-	ents, err := readEntries(fd, make([]byte, 32<<10))
+	buf := direntBufs.Get().(*[]byte)
+	ents, err := readEntries(fd, *buf)
+	direntBufs.Put(buf)
 	if err != nil {
 		return
 	}
