@@ -95,6 +95,21 @@
 #     fstatat (100k fewer calls, no measurable gain); raw system calls for
 #     linkat, unlinkat and fstatat (context switches 60k -> 44k, CPU -10%,
 #     but a P held through a call that blocks on a cold cache).
+#   issue 14 item 4, fewer calls (921d2c7, 1269b1d, 0eb582f): staging
+#     takes each snapshot inode from one getdents per snapshot folder
+#     (d_ino) instead of an fstatat per file (197k -> 100k fstatat), the
+#     record's stats go to the pool by folder batches. Three alternating
+#     pairs on fresh 100k stores (3% differ, load 3.7-5.7), 21706dc / now:
+#     staged 1.59 2.05 1.85 / 1.51 1.83 1.54 s, record 0.33-0.35 /
+#     0.19-0.23 s, CPU 6.28 7.14 6.72 / 6.02 6.71 6.29 s, trace total 4.91
+#     5.41 5.10 / 4.29 5.17 4.60 s; with the dentry and inode caches
+#     dropped first, staged 2.71-3.31 / 1.67-2.06 s. Two runs of this
+#     script (load 3-4; rsync into a copy 2.21 / 1.74 s, slower than last
+#     stop's on this day's disk): restore 6.99 / 9.02 s = 3.17x / 5.18x
+#     rsync, 1.77x / 2.30x the floor (3.95 / 3.92 s), 0.41x / 0.68x rsync
+#     glued; 1% take 0.26x / 0.22x rsync, 1.01x / 0.99x cp -al. Seen, not
+#     explained: in 3 of 6 timed restores the process ended 1.4-2.8 s
+#     after its last trace step (old and new builds alike).
 set -euo pipefail
 BIN=${BIN:-$(pwd)/bin}
 NFILES=${NFILES:-100000}
