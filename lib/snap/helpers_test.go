@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/roster-sh/roster/lib/home"
 )
 
@@ -138,4 +140,15 @@ func lines(b []byte) []string {
 		return nil
 	}
 	return strings.Split(s, "\n")
+}
+
+// mustOpenDir opens folder dir (closed when the test ends).
+func mustOpenDir(t *testing.T, dir string) int {
+	t.Helper()
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
 }

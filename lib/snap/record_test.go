@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // snapInodes maps each regular file of a snapshot's store to its inode.
@@ -53,16 +51,6 @@ func bothInodeSources(t *testing.T, f func(t *testing.T)) {
 		t.Cleanup(func() { trustDirInodes = old })
 		f(t)
 	})
-}
-
-func mustOpenDir(t *testing.T, dir string) int {
-	t.Helper()
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
-	return fd
 }
 
 func testTakeAfterRestoreLinksInsteadOfCopying(t *testing.T) {
