@@ -172,8 +172,12 @@ func sameMeta(a, b *Entry) bool {
 // fromPrev reports whether the previous snapshot's copy of live file e
 // (name in prevDir) holds e's bytes and metadata, so it can be linked:
 // the usual case (the manifest's inode and ctime match), or by the
-// restore record (viaRecord).
-func (w *walker) fromPrev(prevDir int, name string, e *Entry) (ok, viaRecord bool) {
+// restore record (viaRecord), whose snapshot inode is checked against
+// prevDir's listing (inos: its getdents, as staging's folderInodes; nil,
+// or a folder it could not list, an fstatat of the file). The listing
+// gives the inode the folder's entry names, which is the one linkat
+// links.
+func (w *walker) fromPrev(prevDir int, name string, e *Entry, inos *folderInodes) (ok, viaRecord bool) {
 	p := w.prev[e.Path]
 	if p == nil || prevDir < 0 {
 		return false, false
@@ -185,6 +189,9 @@ func (w *walker) fromPrev(prevDir int, name string, e *Entry) (ok, viaRecord boo
 	if r == nil || r.SnapIno == 0 || r.Ino != e.Ino || r.Ctime != e.Ctime || e.Type != TypeFile ||
 		p.Unstable || !sameMeta(p, e) || !sameMeta(r, e) {
 		return false, false
+	}
+	if ino, listed := inos.ino(name); listed {
+		return ino == r.SnapIno, ino == r.SnapIno
 	}
 	var st unix.Stat_t
 	if unix.Fstatat(prevDir, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Ino != r.SnapIno {

@@ -36,8 +36,9 @@ func TestTakeAfterRestoreLinksInsteadOfCopying(t *testing.T) {
 	bothInodeSources(t, testTakeAfterRestoreLinksInsteadOfCopying)
 }
 
-// bothInodeSources runs f as is and with the staging's getdents inodes
-// off (as on a filesystem inoTrusted does not name).
+// bothInodeSources runs f as is and with the getdents inodes (staging's,
+// and those of the restore record's checks in a take) off, as on a
+// filesystem inoTrusted does not name.
 func bothInodeSources(t *testing.T, f func(t *testing.T)) {
 	t.Run("getdents", func(t *testing.T) {
 		if !trustDirInodes(mustOpenDir(t, t.TempDir())) {
@@ -110,6 +111,10 @@ func testTakeAfterRestoreLinksInsteadOfCopying(t *testing.T) {
 // the new ctimes), make no snapshot, and stay that way.
 func TestTakeAfterNoOpRestoreIsUnchanged(t *testing.T) {
 	needRoot(t)
+	bothInodeSources(t, testTakeAfterNoOpRestoreIsUnchanged)
+}
+
+func testTakeAfterNoOpRestoreIsUnchanged(t *testing.T) {
 	w := newWorker(t, t.TempDir())
 	fillStore(t, w.Store(), "a")
 	o := opts(10)

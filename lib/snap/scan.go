@@ -106,6 +106,10 @@ func (sc *scanner) dir(fd, prev int, path string, skipLocks bool, depth int) err
 	if sc.w.progress != nil {
 		sc.w.progress(len(ents))
 	}
+	var inos *folderInodes // prev's listing, for the restore record's checks
+	if sc.w.rec != nil {
+		inos = listInodes(prev, sc.w.dino)
+	}
 	var batch []string
 	flush := func() {
 		if len(batch) == 0 {
@@ -118,7 +122,7 @@ func (sc *scanner) dir(fd, prev int, path string, skipLocks bool, depth int) err
 				if sc.stop.Load() {
 					return nil
 				}
-				if err := sc.file(fd, prev, path, n); err != nil {
+				if err := sc.file(fd, prev, inos, path, n); err != nil {
 					return err
 				}
 			}
@@ -198,7 +202,7 @@ func (sc *scanner) dir(fd, prev int, path string, skipLocks bool, depth int) err
 }
 
 // file stats and compares one entry that is not a folder.
-func (sc *scanner) file(dir, prev int, path, name string) error {
+func (sc *scanner) file(dir, prev int, inos *folderInodes, path, name string) error {
 	rel := path + "/" + name
 	var st unix.Stat_t
 	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
@@ -221,7 +225,7 @@ func (sc *scanner) file(dir, prev int, path, name string) error {
 		e.Target = target
 	case TypeFile:
 		if sc.w.rec != nil {
-			if ok, via := sc.w.fromPrev(prev, name, &e); ok && via {
+			if ok, via := sc.w.fromPrev(prev, name, &e, inos); ok && via {
 				e.samePrev = true
 			}
 		}

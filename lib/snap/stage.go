@@ -112,6 +112,7 @@ type stageLevel struct {
 	ref  *dirRef
 	jobs []int         // files (entry indices) waiting to go to the pool as one operation
 	inos *folderInodes // src's regular files and their inodes (reuse only; nil: fstatat each)
+	pins *folderInodes // pre's, likewise
 }
 
 // openTop makes the staging folder and opens the tree's top level: in
@@ -185,6 +186,9 @@ func (ts *treeStage) newLevel(path string, src, dst, live, pre int, e *Entry) st
 	l := stageLevel{path: path, src: src, dst: dst, live: live, pre: pre, ref: ref}
 	if live >= 0 && ts.sg.dino {
 		l.inos = &folderInodes{src: src}
+		if pre >= 0 {
+			l.pins = &folderInodes{src: pre, dev: ts.sg.snapDev}
+		}
 	}
 	return l
 }
@@ -204,7 +208,18 @@ func (ts *treeStage) newLevel(path string, src, dst, live, pre int, e *Entry) st
 type folderInodes struct {
 	once sync.Once
 	src  int
+	dev  uint64            // nonzero: trust the listing only if src is on this device
 	inos map[string]uint64 // nil: the read failed or gave no types: fstatat each
+}
+
+// listInodes is a folderInodes for snapshot folder fd when trusted
+// (inoTrusted, checked once for the snapshots' filesystem), else nil:
+// then its users fstatat each file.
+func listInodes(fd int, trusted bool) *folderInodes {
+	if fd < 0 || !trusted {
+		return nil
+	}
+	return &folderInodes{src: fd}
 }
 
 // ino is name's inode when getdents listed it as a regular file (ok
@@ -226,6 +241,12 @@ func (f *folderInodes) read() {
 		return
 	}
 	defer unix.Close(fd)
+	if f.dev != 0 {
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil || st.Dev != f.dev {
+			return
+		}
+	}
 	buf := direntBufs.Get().(*[]byte)
 	ents, err := readEntries(fd, *buf)
 	direntBufs.Put(buf)
@@ -391,7 +412,7 @@ func (ts *treeStage) put(l stageLevel, i int, name string, buf *[]byte) error {
 	t := ts.t
 	e := &t.entries[i]
 	if l.live >= 0 {
-		if sino := reusable(l.live, l.pre, l.src, l.inos, name, ts.liveDev, ts.sg.snapDev, e, ts.sg.preIdx[e.Path]); sino != 0 && unix.Linkat(l.live, name, l.dst, name, 0) == nil {
+		if sino := reusable(l.live, l.pre, l.src, l.inos, l.pins, name, ts.liveDev, ts.sg.snapDev, e, ts.sg.preIdx[e.Path]); sino != 0 && unix.Linkat(l.live, name, l.dst, name, 0) == nil {
 			t.sino[i] = sino
 			return nil
 		}
@@ -436,7 +457,7 @@ func (ts *treeStage) put(l stageLevel, i int, name string, buf *[]byte) error {
 // against (as with any file root rewrites during a restore); if it moved
 // the size or mtime, recordTree leaves the file out of the restore record
 // and the next take compares it rather than trusting it.
-func reusable(live, pre, src int, inos *folderInodes, name string, dev, snapDev uint64, e, pe *Entry) uint64 {
+func reusable(live, pre, src int, inos, pins *folderInodes, name string, dev, snapDev uint64, e, pe *Entry) uint64 {
 	var st unix.Stat_t
 	if unix.Fstatat(live, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 		return 0
@@ -462,6 +483,14 @@ func reusable(live, pre, src int, inos *folderInodes, name string, dev, snapDev 
 	}
 	if pre < 0 || pe == nil || pe.Type != TypeFile || pe.Unstable || pe.Ino != st.Ino || pe.Ctime != st.Ctim.Nano() {
 		return 0
+	}
+	// The pre-restore snapshot's copy is the snapshot's inode (from its
+	// folder's getdents where trusted and on the snapshots' device).
+	if pino, listed := pins.ino(name); listed {
+		if pino != sino {
+			return 0
+		}
+		return sino
 	}
 	var pst unix.Stat_t
 	if unix.Fstatat(pre, name, &pst, unix.AT_SYMLINK_NOFOLLOW) != nil || pst.Mode&unix.S_IFMT != unix.S_IFREG ||

@@ -51,6 +51,23 @@ func TestFolderInodes(t *testing.T) {
 	if got, ok := notDir.ino("a"); ok || got != 0 {
 		t.Errorf("unreadable folder: ino = %d, %v; want 0, false", got, ok)
 	}
+	// With a device to be on (the pre-restore snapshot's folders: the
+	// snapshots' device), a folder elsewhere is not listed.
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	onDev := &folderInodes{src: mustOpenDir(t, dir), dev: st.Dev}
+	if got, ok := onDev.ino("a"); !ok || got != inode(t, filepath.Join(dir, "a")) {
+		t.Errorf("on the device: ino(a) = %d, %v; want %d, true", got, ok, inode(t, filepath.Join(dir, "a")))
+	}
+	elsewhere := &folderInodes{src: mustOpenDir(t, dir), dev: st.Dev + 1}
+	if got, ok := elsewhere.ino("a"); ok || got != 0 {
+		t.Errorf("another device: ino = %d, %v; want 0, false", got, ok)
+	}
+	if listInodes(mustOpenDir(t, dir), false) != nil || listInodes(-1, true) != nil {
+		t.Error("listInodes listed an untrusted filesystem's folder or no folder")
+	}
 }
 
 // inoTrusted names the filesystems by their magic: /proc is not one.

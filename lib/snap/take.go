@@ -181,6 +181,7 @@ func (s *session) scan(roots []root, byPath, rec map[string]*Entry, prevID strin
 	w := newWalker(byPath, false)
 	w.progress = progress
 	w.rec = rec
+	w.dino = rec != nil && trustDirInodes(s.snaps)
 	return s.scanParallel(w, roots, prevID)
 }
 
@@ -200,6 +201,7 @@ func (s *session) build(roots []root, partial, prevID string, byPath, rec map[st
 	// copy of a growing slice (which touched twice the memory).
 	w.entries = make([]Entry, 0, len(byPath)+len(byPath)/8+16)
 	w.rec = rec
+	w.dino = rec != nil && trustDirInodes(s.snaps)
 	w.snapFd = pfd
 	w.progress = progress
 	w.pool = newPool()

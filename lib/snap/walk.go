@@ -77,6 +77,7 @@ type walker struct {
 
 	prev map[string]*Entry
 	rec  map[string]*Entry // the restore record (record.go); nil if none
+	dino bool              // the snapshots' getdents gives inodes (inoTrusted): the record's checks list prev folders
 
 	entries   []Entry
 	dev       uint64
@@ -103,6 +104,7 @@ type walker struct {
 type batch struct {
 	ref               *dirRef
 	src, dst, prevDir int
+	inos              *folderInodes // prevDir's listing, for the restore record's checks (nil: fstatat)
 	jobs              []fileJob
 }
 
@@ -122,13 +124,13 @@ func (w *walker) flush(b *batch) {
 	}
 	jobs := b.jobs
 	b.jobs = nil
-	src, dst, prevDir := b.src, b.dst, b.prevDir
+	src, dst, prevDir, inos := b.src, b.dst, b.prevDir, b.inos
 	b.ref.run(func(buf *[]byte) error {
 		for _, j := range jobs {
 			if w.pool.failed.Load() {
 				return nil
 			}
-			if err := w.fileOp(src, dst, prevDir, j.name, j.idx, j.e, buf); err != nil {
+			if err := w.fileOp(src, dst, prevDir, inos, j.name, j.idx, j.e, buf); err != nil {
 				return err
 			}
 		}
@@ -214,6 +216,9 @@ func (w *walker) dir(src, dst, prevDir int, path string, skipLocks bool, depth i
 	var b *batch
 	if ref != nil {
 		b = &batch{ref: ref, src: src, dst: dst, prevDir: prevDir}
+		if w.rec != nil {
+			b.inos = listInodes(prevDir, w.dino)
+		}
 		defer w.flush(b)
 	}
 	sort.Strings(names)
@@ -294,12 +299,12 @@ func (w *walker) entry(src, dst, prevDir int, path, name string, depth int, b *b
 			return nil
 		}
 		if !w.build && w.rec != nil {
-			if ok, via := w.fromPrev(prevDir, name, &e); ok && via {
+			if ok, via := w.fromPrev(prevDir, name, &e, nil); ok && via {
 				e.samePrev = true
 			}
 		}
 		if w.build {
-			if err := w.buildFile(src, dst, prevDir, name, &e, &st, &w.copyBuf); err != nil {
+			if err := w.buildFile(src, dst, prevDir, b.inos, name, &e, &st, &w.copyBuf); err != nil {
 				var se *skipError
 				if !errors.As(err, &se) {
 					return err
@@ -413,7 +418,7 @@ func (w *walker) buildSymlink(dst, prevDir int, name string, e *Entry) error {
 // buildFile puts a regular file into the snapshot: a link to the same
 // inode already made for another name of it in this take, a link to the
 // previous snapshot's inode when nothing changed, or else a new copy.
-func (w *walker) buildFile(src, dst, prevDir int, name string, e *Entry, st *unix.Stat_t, buf *[]byte) error {
+func (w *walker) buildFile(src, dst, prevDir int, inos *folderInodes, name string, e *Entry, st *unix.Stat_t, buf *[]byte) error {
 	key := devIno{st.Dev, st.Ino}
 	if st.Nlink > 1 {
 		if first, ok := w.links[key]; ok {
@@ -434,7 +439,7 @@ func (w *walker) buildFile(src, dst, prevDir int, name string, e *Entry, st *uni
 			e.Group = w.groups + 1 // claimed in entry() once the file is in
 		}
 	}
-	if ok, via := w.fromPrev(prevDir, name, e); ok {
+	if ok, via := w.fromPrev(prevDir, name, e, inos); ok {
 		if unix.Linkat(prevDir, name, dst, name, 0) == nil {
 			e.samePrev = via
 			return nil
@@ -513,10 +518,10 @@ func readFull(fd int, buf []byte) (int, error) {
 // file that changes identity under it is stat'ed again and retried, up to
 // maxTries times; one that is gone is left out, one that keeps changing
 // is left out and listed as unstable, as the walker does.
-func (w *walker) fileOp(src, dst, prevDir int, name string, idx int, e Entry, buf *[]byte) error {
+func (w *walker) fileOp(src, dst, prevDir int, inos *folderInodes, name string, idx int, e Entry, buf *[]byte) error {
 	for try := 1; ; try++ {
 		copied := true
-		if ok, via := w.fromPrev(prevDir, name, &e); ok && unix.Linkat(prevDir, name, dst, name, 0) == nil {
+		if ok, via := w.fromPrev(prevDir, name, &e, inos); ok && unix.Linkat(prevDir, name, dst, name, 0) == nil {
 			copied = false
 			e.samePrev = via
 		}
