@@ -17,6 +17,10 @@ for b in bench/*.sh; do
 	echo
 	echo "################ $(basename "$b" .sh) ################"
 	start=$(date +%s)
+	# Each bench starts with the disk's dirty data written (the build's
+	# binaries, the bench before): it would otherwise queue in front of
+	# the first fsyncs a bench times, roster's and not its peers'.
+	sync
 	if ! bash "$b"; then
 		failed+=("$(basename "$b")")
 		echo "bench/run.sh: $(basename "$b") failed" >&2
