@@ -244,6 +244,7 @@ func entryOf(path string, st *unix.Stat_t) Entry {
 		Path: path, Type: statMode(st), Mode: st.Mode & 0o7777,
 		UID: st.Uid, GID: st.Gid, Size: st.Size,
 		Mtime: st.Mtim.Nano(), Ino: st.Ino, Ctime: st.Ctim.Nano(),
+		multi: st.Nlink > 1,
 	}
 }
 

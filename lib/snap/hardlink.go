@@ -39,8 +39,9 @@ type linkGroups struct {
 }
 
 // groupsOf finds the groups of es: by the manifest's group numbers, or,
-// for a walk of the live trees (byIno), by inode number (a tree's walk
-// never leaves its filesystem, so equal numbers are one inode).
+// for a walk of the live trees (byIno), by inode number among the names
+// whose inode had more than one link when walked (a tree's walk never
+// leaves its filesystem, so equal numbers are one inode).
 // perTree keeps each tree's names apart (rsync's view of one tree);
 // otherwise a group spans the store and its channel stores.
 func groupsOf(es []Entry, byIno, perTree bool) linkGroups {
@@ -55,6 +56,11 @@ func groupsOf(es []Entry, byIno, perTree bool) linkGroups {
 			return linkKey{}, false
 		}
 		if byIno {
+			// A live walk's names share an inode only if it has more
+			// links than one: the others (nearly all) never go in the map.
+			if !e.multi {
+				return linkKey{}, false
+			}
 			return linkKey{tree(e.Path), e.Ino}, true
 		}
 		if e.Group == 0 {

@@ -48,6 +48,7 @@ type Entry struct {
 
 	seen     bool // take/diff bookkeeping, not stored
 	samePrev bool // take: the previous snapshot's copy holds these bytes (by the restore record), not stored
+	multi    bool // a walk's entry whose inode had more than one link (entryOf), not stored
 }
 
 // Header is the first line of a manifest.
