@@ -106,10 +106,7 @@ func (sc *scanner) dir(fd, prev int, path string, skipLocks bool, depth int) err
 	if sc.w.progress != nil {
 		sc.w.progress(len(ents))
 	}
-	var inos *folderInodes // prev's listing, for the restore record's checks
-	if sc.w.rec != nil {
-		inos = listInodes(prev, sc.w.dino)
-	}
+	inos := listInodes(prev, sc.w.dino, 0) // prev's listing, for the restore record's checks
 	var batch []string
 	flush := func() {
 		if len(batch) == 0 {

@@ -184,11 +184,9 @@ func (ts *treeStage) newLevel(path string, src, dst, live, pre int, e *Entry) st
 		return nil
 	})
 	l := stageLevel{path: path, src: src, dst: dst, live: live, pre: pre, ref: ref}
-	if live >= 0 && ts.sg.dino {
-		l.inos = &folderInodes{src: src}
-		if pre >= 0 {
-			l.pins = &folderInodes{src: pre, dev: ts.sg.snapDev}
-		}
+	if live >= 0 {
+		l.inos = listInodes(src, ts.sg.dino, 0)
+		l.pins = listInodes(pre, ts.sg.dino, ts.sg.snapDev)
 	}
 	return l
 }
@@ -214,12 +212,13 @@ type folderInodes struct {
 
 // listInodes is a folderInodes for snapshot folder fd when trusted
 // (inoTrusted, checked once for the snapshots' filesystem), else nil:
-// then its users fstatat each file.
-func listInodes(fd int, trusted bool) *folderInodes {
+// then its users fstatat each file. dev, if nonzero, is the device fd
+// must be on for its listing to be used.
+func listInodes(fd int, trusted bool, dev uint64) *folderInodes {
 	if fd < 0 || !trusted {
 		return nil
 	}
-	return &folderInodes{src: fd}
+	return &folderInodes{src: fd, dev: dev}
 }
 
 // ino is name's inode when getdents listed it as a regular file (ok
@@ -488,7 +487,7 @@ func reusable(live, pre, src int, inos, pins *folderInodes, name string, dev, sn
 	// folder's getdents where trusted and on the snapshots' device).
 	if pino, listed := pins.ino(name); listed {
 		if pino != sino {
-			return 0
+			sino = 0
 		}
 		return sino
 	}

@@ -57,15 +57,15 @@ func TestFolderInodes(t *testing.T) {
 	if err := unix.Stat(dir, &st); err != nil {
 		t.Fatal(err)
 	}
-	onDev := &folderInodes{src: mustOpenDir(t, dir), dev: st.Dev}
+	onDev := listInodes(mustOpenDir(t, dir), true, st.Dev)
 	if got, ok := onDev.ino("a"); !ok || got != inode(t, filepath.Join(dir, "a")) {
 		t.Errorf("on the device: ino(a) = %d, %v; want %d, true", got, ok, inode(t, filepath.Join(dir, "a")))
 	}
-	elsewhere := &folderInodes{src: mustOpenDir(t, dir), dev: st.Dev + 1}
+	elsewhere := listInodes(mustOpenDir(t, dir), true, st.Dev+1)
 	if got, ok := elsewhere.ino("a"); ok || got != 0 {
 		t.Errorf("another device: ino = %d, %v; want 0, false", got, ok)
 	}
-	if listInodes(mustOpenDir(t, dir), false) != nil || listInodes(-1, true) != nil {
+	if listInodes(mustOpenDir(t, dir), false, 0) != nil || listInodes(-1, true, 0) != nil {
 		t.Error("listInodes listed an untrusted filesystem's folder or no folder")
 	}
 }

@@ -77,7 +77,7 @@ type walker struct {
 
 	prev map[string]*Entry
 	rec  map[string]*Entry // the restore record (record.go); nil if none
-	dino bool              // the snapshots' getdents gives inodes (inoTrusted): the record's checks list prev folders
+	dino bool              // with rec, on a filesystem inoTrusted names: the record's checks list prev folders
 
 	entries   []Entry
 	dev       uint64
@@ -215,10 +215,7 @@ func (w *walker) dir(src, dst, prevDir int, path string, skipLocks bool, depth i
 	}
 	var b *batch
 	if ref != nil {
-		b = &batch{ref: ref, src: src, dst: dst, prevDir: prevDir}
-		if w.rec != nil {
-			b.inos = listInodes(prevDir, w.dino)
-		}
+		b = &batch{ref: ref, src: src, dst: dst, prevDir: prevDir, inos: listInodes(prevDir, w.dino, 0)}
 		defer w.flush(b)
 	}
 	sort.Strings(names)
