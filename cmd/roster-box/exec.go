@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+
 	"github.com/roster-sh/roster/lib/box"
 	"github.com/roster-sh/roster/lib/cli"
 	"github.com/roster-sh/roster/lib/config"
@@ -9,6 +11,7 @@ import (
 
 // ExecCmd is `roster-box exec`.
 type ExecCmd struct {
+	Tty     bool     `short:"t" name:"tty" help:"Give the command a new pseudo-terminal made inside the box (for a shell or an editor); this terminal is put in raw mode while it runs and restored after."`
 	RunID   string   `arg:"" name:"run" help:"The run (any unique prefix of its id) whose box is live."`
 	Command []string `arg:"" passthrough:"" help:"The command to run inside the box, after --."`
 }
@@ -29,8 +32,12 @@ func (c *ExecCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	code, err := box.Exec(box.ExecRequest{Run: r, UID: spec.UID, Argv: c.Command,
-		Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr})
+	req := box.ExecRequest{Run: r, UID: spec.UID, Argv: c.Command,
+		Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr, Terminal: c.Tty}
+	if f, ok := env.Stdin.(*os.File); ok && c.Tty && box.IsTerminal(f) {
+		req.Term = f
+	}
+	code, err := box.Exec(req)
 	if err != nil {
 		return err
 	}

@@ -271,9 +271,15 @@ func (b *Box) readStatus() syscall.Signal {
 		return 0
 	}
 	defer func() { b.status.Close(); b.status = nil }()
-	b.status.SetReadDeadline(time.Now().Add(2 * time.Second))
+	return readSignal(b.status)
+}
+
+// readSignal reads a reaper's status pipe to its end: "signal N" when a
+// signal N killed its command (0 otherwise).
+func readSignal(f *os.File) syscall.Signal {
+	f.SetReadDeadline(time.Now().Add(2 * time.Second))
 	buf := make([]byte, 64)
-	n, _ := io.ReadFull(b.status, buf)
+	n, _ := io.ReadFull(f, buf)
 	var sig int
 	if _, err := fmt.Sscanf(string(buf[:n]), "signal %d\n", &sig); err != nil || sig <= 0 || sig >= 65 {
 		return 0

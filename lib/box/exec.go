@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"syscall"
 	"time"
 
@@ -26,29 +27,43 @@ type ExecRequest struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// Terminal gives the command a pseudo-terminal made inside the box
+	// (exec -t): Stdin is copied to it and its output to Stdout (Stderr
+	// unused). Term, when the operator's stdin is a terminal, is put in
+	// raw mode while the command runs and its size passed on.
+	Terminal bool
+	Term     *os.File
 }
 
 // ExecRecord is one line of runs/RUN/exec.jsonl.
 type ExecRecord struct {
-	At      time.Time `json:"at"`
-	Argv    []string  `json:"argv"`
-	UID     int       `json:"uid"`
-	Pid     int       `json:"host_pid,omitempty"` // the roster-box exec that ran it
-	Exit    *int      `json:"exit,omitempty"`     // nil: it did not start
-	Signal  string    `json:"signal,omitempty"`
-	Seconds float64   `json:"seconds"`
-	Error   string    `json:"error,omitempty"`
+	At       time.Time `json:"at"`
+	Argv     []string  `json:"argv"`
+	UID      int       `json:"uid"`
+	Terminal bool      `json:"terminal,omitempty"`
+	Pid      int       `json:"host_pid,omitempty"` // the roster-box exec that ran it
+	Exit     *int      `json:"exit,omitempty"`     // nil: it did not start
+	Signal   string    `json:"signal,omitempty"`
+	Seconds  float64   `json:"seconds"`
+	Error    string    `json:"error,omitempty"`
 }
+
+// execSignals are passed on to the exec'd process (without a terminal, a
+// ^C at the operator's terminal reaches roster-box exec, not the box).
+var execSignals = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT}
 
 // Exec runs a command inside the live box of r.Run as an extra process of
 // its container, as `docker exec` does: libcontainer's Run of a non-init
 // process, which joins the box's namespaces and cgroup and gets the
 // container's own limits — the box user's uid and gid, no capabilities in
 // any set, no_new_privs, the same seccomp filter — with $HOME as its
-// folder and no terminal of its own. It is recorded in the run folder's
-// exec.jsonl (once when it starts, once more when it ends). It returns
-// the command's exit status (128+N for signal N). A run without a live
-// container is exit 13.
+// folder. The process started is roster-reaper, not dumpable, which runs
+// the command as its child, as the box's pid 1 does. Its stdio are pipes,
+// or with r.Terminal a pty made inside the box: never a descriptor of the
+// operator's (execio.go). It is recorded in the run folder's exec.jsonl
+// (once when it starts, once more when it ends). It returns the command's
+// exit status (128+N for signal N). A run without a live container is
+// exit 13.
 func Exec(r ExecRequest) (int, error) {
 	if len(r.Argv) == 0 {
 		return 0, errs.New(errs.ErrUsage, "exec: no command (give it after --)")
@@ -63,15 +78,35 @@ func Exec(r ExecRequest) (int, error) {
 	if st, err := c.Status(); err != nil || st != libcontainer.Running {
 		return 0, errs.New(errs.ErrConflict, fmt.Sprintf("run %s has no live box (its container is %v)", r.Run.ID, st))
 	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	defer statusR.Close()
 	env := append([]string{"HOME=" + BoxHome, "PATH=" + BoxPath, "ROSTER_WORKER=" + r.Run.Worker, "ROSTER_RUN=" + r.Run.ID}, r.Env...)
 	p := &libcontainer.Process{
-		Args: r.Argv, Env: env, UID: r.UID, GID: r.UID, Cwd: BoxHome,
-		Stdin: r.Stdin, Stdout: r.Stdout, Stderr: r.Stderr,
-		Init: false,
+		Args: append([]string{BoxBin + "/" + ReaperTool, "--status-fd=3", "--"}, r.Argv...),
+		Env:  env, UID: r.UID, GID: r.UID, Cwd: BoxHome,
+		ExtraFiles: []*os.File{statusW},
+		Init:       false,
 	}
-	rec := ExecRecord{At: time.Now().UTC(), Argv: r.Argv, UID: r.UID, Pid: os.Getpid()}
+	x, err := newExecIO(r, p)
+	if err != nil {
+		statusW.Close()
+		return 0, err
+	}
+	rec := ExecRecord{At: time.Now().UTC(), Argv: r.Argv, UID: r.UID, Terminal: r.Terminal, Pid: os.Getpid()}
 	start := time.Now()
-	if err := c.Run(p); err != nil {
+	err = c.Run(p)
+	statusW.Close()
+	if err == nil {
+		if err = x.started(); err != nil {
+			_ = p.Signal(unix.SIGKILL)
+			_, _ = p.Wait()
+		}
+	}
+	if err != nil {
+		x.close()
 		rec.Error = err.Error()
 		_ = appendExec(r.Run.Dir, rec)
 		return 0, fmt.Errorf("exec in run %s: %w", r.Run.ID, err)
@@ -79,17 +114,38 @@ func Exec(r ExecRequest) (int, error) {
 	if err := appendExec(r.Run.Dir, rec); err != nil {
 		_ = p.Signal(unix.SIGKILL)
 		_, _ = p.Wait()
+		x.finish()
 		return 0, err
 	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, execSignals...)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				_ = p.Signal(s)
+			case <-done:
+				return
+			}
+		}
+	}()
 	ps, werr := p.Wait()
+	signal.Stop(sigs)
+	close(done)
+	x.finish()
 	rec.Seconds = time.Since(start).Seconds()
 	code := -1
 	if ps != nil {
+		sig := readSignal(statusR)
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			rec.Signal = unix.SignalName(ws.Signal())
-			code = 128 + int(ws.Signal())
-		} else {
-			code = ps.ExitCode()
+			sig = ws.Signal()
+			code = 128 + int(sig)
+		} else if code = ps.ExitCode(); sig <= 0 || code != 128+int(sig) {
+			sig = 0
+		}
+		if sig > 0 {
+			rec.Signal = unix.SignalName(sig)
 		}
 		rec.Exit = &code
 	} else if werr != nil {
