@@ -153,9 +153,10 @@ func (c *WorkerLsCmd) Run(g *cli.Globals, env *cli.Env) error {
 	}
 	org, _ := config.LoadOrg(h) // unreadable: no store.max hold shown (due says why it cannot read it)
 	var rows []workerRow
-	for _, name := range names {
+	specs, specErrs := config.LoadWorkers(h, names) // each spec read once, not once per other worker
+	for i, name := range names {
 		r := workerRow{Name: name}
-		w, err := config.LoadWorker(h, name)
+		w, err := specs[i], specErrs[i]
 		if err == nil {
 			for _, m := range w.Warnings {
 				env.Warn("%s", m)

@@ -98,27 +98,44 @@ type workerFile struct {
 // LoadWorker reads workers/NAME.toml. An invalid name is exit 2, a missing
 // spec exit 10 (no such worker), a spec that cannot be used exit 14.
 func LoadWorker(h home.Home, name string) (*Worker, error) {
-	if err := home.ValidWorker(name); err != nil {
-		return nil, err
-	}
-	file := h.SpecFile(name)
-	data, err := os.ReadFile(file)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, errs.WithHint(
-			errs.New(errs.ErrNoHome, fmt.Sprintf("worker %q: no such worker (no %s)", name, file)),
-			h.WorkerHint(name))
-	}
-	if err != nil {
-		return nil, errs.New(errs.ErrRefused, fmt.Sprintf("%s: cannot read: %v", file, unwrapPath(err)))
-	}
-	w, err := ParseWorker(name, file, data)
+	w, err := ReadWorker(h, name)
 	if err != nil {
 		return nil, err
 	}
 	if other := uidSharedWith(h, name, w.UID); other != "" {
-		return nil, errs.WithHint(errs.New(errs.ErrRefused, fmt.Sprintf(
-			"%s: uid %d is also worker %s's (%s): two workers never share a box user", file, w.UID, other, h.SpecFile(other))),
-			"give one of them a uid of its own (`roster worker add` picks a free one); both are set aside until then")
+		return nil, SharedUID(h, name, w.UID, other)
+	}
+	return w, nil
+}
+
+// ReadWorker is LoadWorker without the check that no other worker has the
+// same uid: for a caller that makes that check itself across many workers
+// at once (LoadWorkers, the dispatcher's spec cache), where LoadWorker's,
+// which reads every other spec, would make n loads cost n² reads.
+func ReadWorker(h home.Home, name string) (*Worker, error) {
+	_, w, err := readWorker(h, name)
+	return w, err
+}
+
+// readWorker reads and parses name's spec; data is what was read (nil when
+// nothing could be).
+func readWorker(h home.Home, name string) ([]byte, *Worker, error) {
+	if err := home.ValidWorker(name); err != nil {
+		return nil, nil, err
+	}
+	file := h.SpecFile(name)
+	data, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, errs.WithHint(
+			errs.New(errs.ErrNoHome, fmt.Sprintf("worker %q: no such worker (no %s)", name, file)),
+			h.WorkerHint(name))
+	}
+	if err != nil {
+		return nil, nil, errs.New(errs.ErrRefused, fmt.Sprintf("%s: cannot read: %v", file, unwrapPath(err)))
+	}
+	w, err := ParseWorker(name, file, data)
+	if err != nil {
+		return data, nil, err
 	}
 	for _, c := range w.Connections {
 		if c.Mode == "rw" && !writableBy(c.Path, w.UID) {
@@ -126,7 +143,80 @@ func LoadWorker(h home.Home, name string) (*Worker, error) {
 				"worker %s: connection %q is rw but %s is not writable by its uid %d: its writes there will fail", name, c.Name, c.Path, w.UID))
 		}
 	}
-	return w, nil
+	return data, w, nil
+}
+
+// SharedUID is the refusal of worker name's spec, whose uid is also
+// worker other's.
+func SharedUID(h home.Home, name string, uid int, other string) error {
+	return errs.WithHint(errs.New(errs.ErrRefused, fmt.Sprintf(
+		"%s: uid %d is also worker %s's (%s): two workers never share a box user", h.SpecFile(name), uid, other, h.SpecFile(other))),
+		"give one of them a uid of its own (`roster worker add` picks a free one); both are set aside until then")
+}
+
+// SpecUID is the uid a spec's text names, read leniently: a spec that does
+// not parse still holds its uid against the others (uidSharedWith).
+func SpecUID(data []byte) (int, bool) {
+	var f struct {
+		UID *int `toml:"uid"`
+	}
+	if toml.Unmarshal(data, &f) != nil || f.UID == nil {
+		return 0, false
+	}
+	return *f.UID, true
+}
+
+// LoadWorkers is LoadWorker for each of names, each spec read once: the
+// uids are checked against every worker of h at once. errs[i] is names[i]'s
+// refusal.
+func LoadWorkers(h home.Home, names []string) ([]*Worker, []error) {
+	all, err := ListWorkers(h)
+	if err != nil {
+		all = nil
+	}
+	type read struct {
+		w   *Worker
+		err error
+	}
+	got := map[string]read{}
+	uids := map[int][]string{} // sorted, as all is
+	for _, n := range all {
+		data, w, err := readWorker(h, n)
+		got[n] = read{w, err}
+		if w != nil {
+			uids[w.UID] = append(uids[w.UID], n)
+		} else if uid, ok := SpecUID(data); ok {
+			uids[uid] = append(uids[uid], n)
+		}
+	}
+	ws, es := make([]*Worker, len(names)), make([]error, len(names))
+	for i, n := range names {
+		r, ok := got[n]
+		if !ok {
+			_, r.w, r.err = readWorker(h, n)
+		}
+		if r.err != nil {
+			es[i] = r.err
+			continue
+		}
+		if other := OtherWithUID(uids[r.w.UID], n); other != "" {
+			es[i] = SharedUID(h, n, r.w.UID, other)
+			continue
+		}
+		ws[i] = r.w
+	}
+	return ws, es
+}
+
+// OtherWithUID is the first of names (the workers with one uid, sorted)
+// that is not name, or "".
+func OtherWithUID(names []string, name string) string {
+	for _, n := range names {
+		if n != name {
+			return n
+		}
+	}
+	return ""
 }
 
 // writableBy tells whether uid (whose group is the same number, as every
@@ -166,10 +256,7 @@ func uidSharedWith(h home.Home, name string, uid int) string {
 		if err != nil {
 			continue
 		}
-		var f struct {
-			UID *int `toml:"uid"`
-		}
-		if toml.Unmarshal(data, &f) == nil && f.UID != nil && *f.UID == uid {
+		if u, ok := SpecUID(data); ok && u == uid {
 			return n
 		}
 	}

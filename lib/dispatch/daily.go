@@ -106,7 +106,7 @@ func (d *Dispatcher) maybeDaily(ctx context.Context) {
 	d.dailyBusy.Add(1)
 	go func() {
 		defer d.dailyBusy.Done()
-		d.log.Info("daily jobs", "day", today, "sweep", quiet, "sweep_skipped", busy)
+		d.log.Info("daily jobs", "day", today, "sweep", names(quiet), "sweep_skipped", names(busy))
 		s.Daily = DailyState{Day: today, At: d.clock.Now().UTC(), Swept: append([]string{}, quiet...), SweepSkipped: busy}
 		switch {
 		case qerr != nil:
@@ -151,7 +151,13 @@ func (d *Dispatcher) quietWorkers(ctx context.Context) (quiet, busy []string, er
 			live = err != nil || len(lb) > 0
 		}
 		if !live {
-			p, err := tms.Open(d.h, w, tms.Options{Clock: d.clock})
+			var p *tms.Partition
+			org := d.loadOrg()
+			if org == nil {
+				err = errors.New("org.toml unreadable")
+			} else {
+				p, _, err = d.open(org, w) // the cached spec: tms.Open would read every other spec for its uid check
+			}
 			n := 0
 			if err == nil {
 				n, err = p.LiveClaims(ctx)
@@ -165,6 +171,15 @@ func (d *Dispatcher) quietWorkers(ctx context.Context) (quiet, busy []string, er
 		}
 	}
 	return quiet, busy, nil
+}
+
+// names is a list of workers for a log line: the names, or with more than
+// 20 of them the count and the first 20 (the state file keeps them all).
+func names(ws []string) any {
+	if len(ws) <= 20 {
+		return ws
+	}
+	return fmt.Sprintf("%d workers: %s, …", len(ws), strings.Join(ws[:20], " "))
 }
 
 // holdForSweep sets the workers the dispatcher claims nothing for while

@@ -1,7 +1,9 @@
 package dispatch
 
 import (
+	"bytes"
 	"errors"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -73,6 +75,19 @@ type Dispatcher struct {
 	lastDay  string
 	wsync    bool        // the set of watched folders may have changed
 	lost     atomic.Bool // the watcher lost events: read everything again
+
+	// What is cached by file identity (specs.go).
+	specs    specCache
+	listed   []string // workers/ as last listed
+	listedID fileID
+	orgID    fileID
+	orgData  []byte            // org.toml's text as last read
+	orgOK    bool              // org.toml was read at orgID (or was missing: orgGone)
+	orgGone  bool              // org.toml was missing at the last read
+	vaultID  fileID            // the vault folder's identity at the last tick
+	force    bool              // every worker must be evaluated again (not only the changed ones)
+	orphans  map[string]fileID // worker -> its runs/ folder when its last orphan pass found every run ended
+	counts   counters
 
 	childExited atomic.Bool  // a supervisor we started has exited
 	running     atomic.Int64 // supervisors we started that have not exited
@@ -165,16 +180,37 @@ func (d *Dispatcher) clearBad(key string) {
 	}
 }
 
-// loadOrg re-reads org.toml every tick; an unreadable one keeps the last
-// good settings (logged once).
+// loadOrg re-reads org.toml when its identity changed; an unreadable one
+// keeps the last good settings (logged once). A new org.toml has every
+// worker evaluated again: its settings (caps, budgets, providers) are
+// every worker's.
 func (d *Dispatcher) loadOrg() *config.Org {
-	org, err := config.LoadOrg(d.h)
+	id, ok := statID(d.h.OrgFile())
+	d.counts.ident.Add(1)
+	if d.org != nil && d.orgOK && ((ok && d.orgID.same(id)) || (!ok && d.orgGone)) {
+		return d.org
+	}
+	d.counts.org.Add(1)
+	data, err := os.ReadFile(d.h.OrgFile())
+	var org *config.Org
+	if errors.Is(err, fs.ErrNotExist) {
+		data, err = nil, nil
+	}
+	if err == nil {
+		org, err = config.ParseOrg(d.h.OrgFile(), data)
+	} else {
+		org, err = config.LoadOrg(d.h) // its error, worded as everywhere else
+	}
 	if err != nil {
+		d.orgOK = false
 		d.logOnce("org.toml", err)
 		return d.org
 	}
 	d.clearBad("org.toml")
-	d.org = org
+	if d.org != nil && !bytes.Equal(data, d.orgData) {
+		d.force = true
+	}
+	d.org, d.orgData, d.orgID, d.orgOK, d.orgGone = org, data, id, true, !ok
 	return org
 }
 
@@ -198,7 +234,7 @@ func (d *Dispatcher) poll() time.Duration {
 // workers lists the workers of the home (all of them, sorted) and says
 // which this dispatcher serves.
 func (d *Dispatcher) workers() (all []string, served map[string]bool, err error) {
-	all, err = config.ListWorkers(d.h)
+	all, err = d.listWorkers()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -226,7 +262,7 @@ func (d *Dispatcher) workers() (all []string, served map[string]bool, err error)
 
 // open loads a worker's spec and opens its partition.
 func (d *Dispatcher) open(org *config.Org, w string) (*tms.Partition, *config.Worker, error) {
-	spec, err := config.LoadWorker(d.h, w)
+	spec, err := d.spec(w)
 	if err != nil {
 		return nil, nil, err
 	}

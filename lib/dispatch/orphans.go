@@ -26,7 +26,9 @@ const OrphansEvery = 10 * time.Minute
 // after attesting its task (the claim is released there), or an ad-hoc
 // run's supervisor killed — and reaps them with `roster-box reap RUN`,
 // which destroys a container that outlived it and records the end.
-// Claimed tasks' runs are Reclaim's. It returns the runs it reaped.
+// Claimed tasks' runs are Reclaim's. It returns the runs it reaped. A
+// worker whose last pass found every run ended and whose runs/ folder has
+// not changed since (no run made or removed) is not read again.
 func (d *Dispatcher) ReapOrphans(ctx context.Context) []string {
 	org := d.loadOrg()
 	if org == nil {
@@ -42,10 +44,17 @@ func (d *Dispatcher) ReapOrphans(ctx context.Context) []string {
 		if !served[w] {
 			continue
 		}
+		runsID, ok := statID(d.h.Worker(w).Runs())
+		d.counts.ident.Add(1)
+		if last, seen := d.orphans[w]; ok && seen && last.same(runsID) {
+			continue
+		}
+		delete(d.orphans, w)
 		p, _, err := d.open(org, w)
 		if err != nil {
 			continue
 		}
+		d.counts.reclaim.Add(1)
 		claimed := map[string]bool{}
 		if f, err := p.Read(ctx); err == nil {
 			for _, t := range f.Tasks {
@@ -60,27 +69,41 @@ func (d *Dispatcher) ReapOrphans(ctx context.Context) []string {
 		if err != nil {
 			continue
 		}
+		allEnded := ok
 		for _, e := range ents {
 			run := e.Name()
 			started, err := home.RunTime(run)
-			if err != nil || now.Sub(started) > OrphanWindow || claimed[run] || d.isOurChild(run) {
+			if err != nil || now.Sub(started) > OrphanWindow {
+				continue
+			}
+			if claimed[run] || d.isOurChild(run) {
+				allEnded = false
 				continue
 			}
 			dir := p.W.Run(run)
 			info, err := runs.ReadBoxInfo(dir)
 			if err != nil || info.Alive() {
+				allEnded = allEnded && runs.Finished(dir)
 				continue // no box.json: it never started a box; alive: adopted or ad hoc, live
 			}
 			rec, err := runs.ReadRecord(dir)
 			if err != nil || rec.EndedAt != nil {
+				allEnded = allEnded && err == nil
 				continue
 			}
+			allEnded = false
 			if err := d.reap(ctx, run); err != nil {
 				d.log.Error("reap of an orphaned run failed", "worker", w, "run", run, "err", err)
 				continue
 			}
 			d.log.Warn("reaped a run whose supervisor died unrecorded", "worker", w, "run", run)
 			reaped = append(reaped, run)
+		}
+		if allEnded {
+			if d.orphans == nil {
+				d.orphans = map[string]fileID{}
+			}
+			d.orphans[w] = runsID
 		}
 	}
 	return reaped

@@ -27,6 +27,10 @@ type Reclaimed struct {
 // (its supervisor may still be starting); any other is dead: `roster-box
 // reap RUN` (which records the run's end and keeps box.json), then tms
 // Reclaim (back to pending, or failed at the third loss) in the same pass.
+// A worker the last tick read with no claimed task, and with no change
+// since that the tick has not looked at, has nothing to reclaim and is not
+// read (the loop reclaims right after a tick; at start-up, before any
+// tick, every worker is read).
 func (d *Dispatcher) Reclaim(ctx context.Context) []Reclaimed {
 	org := d.loadOrg()
 	if org == nil {
@@ -41,10 +45,14 @@ func (d *Dispatcher) Reclaim(ctx context.Context) []Reclaimed {
 		if !served[w] {
 			continue
 		}
+		if ws := d.cache[w]; ws != nil && ws.live == 0 && len(ws.claimed) == 0 && !d.dirty[w] && !d.respec[w] {
+			continue
+		}
 		p, _, err := d.open(org, w)
 		if err != nil {
 			continue // logged by the tick
 		}
+		d.counts.reclaim.Add(1)
 		f, err := p.Read(ctx)
 		if err != nil {
 			continue

@@ -54,6 +54,22 @@ type workerState struct {
 	// worker that cannot claim, whether a change needs another look.
 	claimed []string
 	at      tms.Cursor
+	// The identities of its spec and tasks.json when it was read: a
+	// verifying pass evaluates it again only if one changed.
+	specID, tasksID fileID
+	// broken: it could not be read (logged once): it counts for nothing
+	// and is evaluated again when its files change or at next
+	// (HoldRecheck), not at every tick.
+	broken bool
+}
+
+// unreadable is the cached state of worker w, which could not be read.
+func (d *Dispatcher) unreadable(w string) *workerState {
+	ws := &workerState{name: w, broken: true, next: d.clock.Now().Add(HoldRecheck), tasksID: tasksID(d.h.Worker(w)), specID: fileID{racy: true}}
+	if e := d.specs.ents[w]; e != nil {
+		ws.specID = e.id
+	}
+	return ws
 }
 
 // canClaim tells whether the dispatcher could claim for the worker as it
@@ -76,7 +92,7 @@ func (ws *workerState) canClaim() bool {
 // A worker that could claim is always read again: the change may be
 // work for it.
 func (d *Dispatcher) unchanged(ws *workerState) bool {
-	if ws.canClaim() {
+	if ws.broken || ws.canClaim() {
 		return false
 	}
 	at, changed := ws.p.ClaimsChanged(ws.at, ws.claimed)
@@ -87,21 +103,54 @@ func (d *Dispatcher) unchanged(ws *workerState) bool {
 	return true
 }
 
-// FullEvery bounds how long a cached read of a worker is trusted.
+// FullEvery is how often every cached worker's files are checked against
+// what was read (their identities: a stat each, no read), whatever the
+// change notifications said.
 const FullEvery = time.Minute
 
-// needFull says whether every worker must be read again this tick.
-func (d *Dispatcher) needFull(held string) bool {
+// HoldRecheck is how often a worker held for its spec, a credential, its
+// agent or its store is evaluated again without a change of its own (a
+// credential can appear in a file no watch covers: pi's login). A change
+// to its spec or partition, or to the vault, has it evaluated at once.
+const HoldRecheck = 10 * time.Second
+
+// needFull says whether every worker's files must be verified this tick
+// (verify), and whether every worker must be evaluated again whatever its
+// files say (force: the day turned, a hold ended, org.toml changed, or a
+// notification named something that is no one worker's).
+func (d *Dispatcher) needFull(held string) (verify, force bool) {
 	day := d.Today()
-	full := !d.watching || d.allDirty || d.lost.Swap(false) || time.Since(d.lastFull) >= FullEvery || day != d.lastDay ||
-		(held == "" && d.wasHeld)
+	force = d.force || d.allDirty || day != d.lastDay || (held == "" && d.wasHeld)
+	verify = force || !d.watching || d.lost.Swap(false) || time.Since(d.lastFull) >= FullEvery
 	d.wasHeld = held != ""
-	if full {
-		d.allDirty, d.lastFull, d.lastDay = false, time.Now(), day
+	if verify {
+		d.force, d.allDirty, d.lastFull, d.lastDay = false, false, time.Now(), day
+	}
+	if force {
 		clear(d.dirty)
 		clear(d.respec)
 	}
-	return full
+	return verify, force
+}
+
+// changedOnDisk tells whether ws's spec or tasks.json is not what was read.
+func (d *Dispatcher) changedOnDisk(ws *workerState) bool {
+	d.counts.ident.Add(2)
+	spec, ok := statID(d.h.SpecFile(ws.name))
+	return !ok || !ws.specID.same(spec) || !ws.tasksID.same(tasksID(d.h.Worker(ws.name)))
+}
+
+// vaultChanged tells whether the vault folder changed since the last tick
+// (a key put or removed): held workers are evaluated again.
+func (d *Dispatcher) vaultChanged() bool {
+	id, ok := statID(d.h.Vault())
+	d.counts.ident.Add(1)
+	if !ok {
+		id = fileID{}
+	}
+	changed := !d.vaultID.same(id) && (d.vaultID != fileID{} || ok)
+	d.vaultID = id
+	return changed
 }
 
 // evaluate reads one worker: its spec, then (when the dispatcher claims
@@ -109,6 +158,8 @@ func (d *Dispatcher) needFull(held string) bool {
 // only counts its live claims, which count against the cap. Problems are
 // logged once; ok is false when the worker is skipped.
 func (d *Dispatcher) evaluate(ctx context.Context, org *config.Org, w string, served bool) (*workerState, bool) {
+	d.counts.eval.Add(1)
+	tid := tasksID(d.h.Worker(w)) // before the read: a change after it differs next time
 	p, spec, err := d.open(org, w)
 	if err != nil {
 		if served {
@@ -119,7 +170,10 @@ func (d *Dispatcher) evaluate(ctx context.Context, org *config.Org, w string, se
 	if served {
 		d.logSpecWarnings(w, spec.Warnings)
 	}
-	ws := &workerState{name: w, p: p, spec: spec}
+	ws := &workerState{name: w, p: p, spec: spec, tasksID: tid}
+	if e := d.specs.ents[w]; e != nil {
+		ws.specID = e.id
+	}
 	if !served || spec.Paused {
 		if ids, at, err := p.Claims(ctx); err == nil {
 			ws.live, ws.claimed, ws.at = len(ids), ids, at
@@ -183,6 +237,12 @@ func (d *Dispatcher) evaluate(ctx context.Context, org *config.Org, w string, se
 	if due.StoreHold != "" {
 		ws.credHold = due.StoreHold // so is one over store.max
 	}
+	if ws.credHold != "" {
+		// Held: looked at again on its own changes, the vault's, or this timer.
+		if again := d.clock.Now().Add(HoldRecheck); ws.next.IsZero() || again.Before(ws.next) {
+			ws.next = again
+		}
+	}
 	return ws, true
 }
 
@@ -205,27 +265,32 @@ func (d *Dispatcher) Tick(ctx context.Context) *TickReport {
 	d.clearBad("workers/")
 
 	held := d.checkHolds(org)
-	full := d.needFull(held)
+	verify, force := d.needFull(held)
+	vault := d.vaultChanged()
+	now := d.clock.Now()
 	var ready []*workerState
 	total := 0
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(all))
 	for _, w := range all {
 		seen[w] = true
 		ws := d.cache[w]
-		if full || ws == nil || d.respec[w] || ws.credHold != "" || (!ws.next.IsZero() && !d.clock.Now().Before(ws.next)) ||
-			(d.dirty[w] && !d.unchanged(ws)) {
+		if force || ws == nil || d.respec[w] || (!ws.next.IsZero() && !now.Before(ws.next)) ||
+			(vault && ws.credHold != "") || (d.dirty[w] && !d.unchanged(ws)) || (verify && d.changedOnDisk(ws)) {
 			var ok bool
 			if ws, ok = d.evaluate(ctx, org, w, served[w]); !ok {
 				if ctx.Err() != nil {
 					return rep
 				}
-				delete(d.cache, w)
+				d.cache[w] = d.unreadable(w) // logged once; looked at again on a change or the slow timer
 				continue
 			}
 			d.cache[w] = ws
 		}
 		delete(d.dirty, w)
 		delete(d.respec, w)
+		if ws.broken {
+			continue
+		}
 		total += ws.live
 		if !ws.next.IsZero() && (rep.Next.IsZero() || ws.next.Before(rep.Next)) {
 			rep.Next = ws.next
@@ -238,6 +303,9 @@ func (d *Dispatcher) Tick(ctx context.Context) *TickReport {
 		if !seen[w] {
 			delete(d.cache, w)
 		}
+	}
+	if len(d.specs.ents) > len(all) {
+		d.forgetSpecs(seen)
 	}
 
 	rep.Held = held

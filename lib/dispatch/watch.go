@@ -4,8 +4,6 @@ import (
 	"os"
 
 	"github.com/fsnotify/fsnotify"
-
-	"github.com/roster-sh/roster/lib/config"
 )
 
 // watcher keeps inotify watches on workers/ and on every worker's tasks/
@@ -47,7 +45,7 @@ func (w *watcher) close() { w.fw.Close() }
 func (w *watcher) sync() {
 	h := w.d.h
 	want := []string{h.WorkersDir(), h.DataWorkers()}
-	names, _ := config.ListWorkers(h)
+	names, _ := w.d.listWorkers()
 	for _, n := range names {
 		wk := h.Worker(n)
 		if isDir(wk.Tasks()) {

@@ -26,11 +26,12 @@ func Sweep(ctx context.Context, h home.Home, names []string, opt Options) ([]Swe
 		}
 	}
 	out := make([]SweepResult, 0, len(names))
-	for _, n := range names {
+	_, specErrs := config.LoadWorkers(h, names) // each spec read once, not once per other worker
+	for i, n := range names {
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		if _, err := config.LoadWorker(h, n); err != nil {
+		if err := specErrs[i]; err != nil {
 			out = append(out, SweepResult{Worker: n, Err: err})
 			continue
 		}
