@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -243,7 +244,35 @@ func writableBy(path string, uid int) bool {
 
 // uidSharedWith names another worker of h whose spec has uid, or "". A
 // spec that cannot be read is skipped here (it is refused on its own).
+//
+// Finding that out reads every other spec, which would make every
+// partition command and every box start cost the home's size. So a check
+// that found name alone with uid records that in data/uids/UID (a
+// symlink to the name: a derived cache, safe to delete), and a later load
+// of name with that uid takes the link as the answer. Only the link's
+// owner skips the reading: any other worker whose spec is given the same
+// uid reads every spec, finds the owner, is refused, and removes the
+// link, so the owner's next load reads again and is refused too; two
+// workers can therefore never both start boxes as one box user. (The
+// dispatcher checks every spec against every other in its own index.)
 func uidSharedWith(h home.Home, name string, uid int) string {
+	link := filepath.Join(h.Data(), "uids", strconv.Itoa(uid))
+	if t, err := os.Readlink(link); err == nil && t == name {
+		return ""
+	}
+	other := scanUID(h, name, uid)
+	if other != "" {
+		if t, err := os.Readlink(link); err == nil && t != "" {
+			_ = os.Remove(link)
+		}
+		return other
+	}
+	recordUID(link, name)
+	return ""
+}
+
+// scanUID reads every other spec of h for uid.
+func scanUID(h home.Home, name string, uid int) string {
 	names, err := ListWorkers(h)
 	if err != nil {
 		return ""
@@ -261,6 +290,24 @@ func uidSharedWith(h home.Home, name string, uid int) string {
 		}
 	}
 	return ""
+}
+
+// recordUID points link at name, atomically (a symlink renamed into
+// place), best effort: a home whose data folder this process cannot write
+// only reads the specs every time.
+func recordUID(link, name string) {
+	dir := filepath.Dir(link)
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", link, os.Getpid())
+	_ = os.Remove(tmp)
+	if err := os.Symlink(name, tmp); err != nil {
+		return
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		_ = os.Remove(tmp)
+	}
 }
 
 // connAtRE is a connection's mount point: one plain name under $HOME.

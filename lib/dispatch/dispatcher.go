@@ -88,6 +88,9 @@ type Dispatcher struct {
 	force    bool              // every worker must be evaluated again (not only the changed ones)
 	orphans  map[string]fileID // worker -> its runs/ folder when its last orphan pass found every run ended
 	counts   counters
+	// unwatched: workers whose folders could not be watched (watch.go):
+	// their files are verified at every tick.
+	unwatched map[string]bool
 
 	childExited atomic.Bool  // a supervisor we started has exited
 	running     atomic.Int64 // supervisors we started that have not exited
@@ -130,6 +133,9 @@ func New(o Options) *Dispatcher {
 // worker's next change, or the full pass within a minute). It reports
 // whether it marked anything: an event that did not is no reason to wake.
 func (d *Dispatcher) changed(path string) bool {
+	if rel, err := filepath.Rel(d.h.Vault(), path); err == nil && !strings.HasPrefix(rel, "..") {
+		return true // a key put or removed: the tick's vault check has held workers looked at
+	}
 	if rel, err := filepath.Rel(d.h.DataWorkers(), path); err == nil && !strings.HasPrefix(rel, "..") && rel != "." {
 		parts := strings.Split(rel, string(filepath.Separator))
 		if len(parts) == 3 && parts[1] == "tasks" && parts[2] != "tasks.json" {

@@ -4,8 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/roster-sh/roster/lib/tms"
 )
 
 // idleHome is a home of n idle workers (heartbeat off, nothing filed),
@@ -137,4 +143,51 @@ func TestIdleWorkersCostNoReads(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOutOfInotifyWatchesPollsTheRestAndSaysSoOnce: when the host's inotify
+// watches run out, the dispatcher says so once (with the limit and how to
+// raise it), and a task filed to a worker it could not watch is still
+// claimed, by the tick's identity check, well before the minute's
+// verifying pass.
+func TestOutOfInotifyWatchesPollsTheRestAndSaysSoOnce(t *testing.T) {
+	f := newFixture(t, "")
+	for _, w := range []string{"a", "b", "c", "d"} {
+		f.worker(w, "")
+		f.part(w).Read(context.Background())
+		os.MkdirAll(f.h.Worker(w).Tasks(), 0o700)
+	}
+	old := addWatch
+	added := 0
+	addWatch = func(fw *fsnotify.Watcher, path string) error {
+		if added >= 4 { // workers/, data/workers, the vault, and one worker's
+			return syscall.ENOSPC
+		}
+		added++
+		return fw.Add(path)
+	}
+	defer func() { addWatch = old }()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := f.dispatcher(Options{Poll: 200 * time.Millisecond})
+	d.clock = tms.SystemClock{}
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for f.log.count("dispatcher started") == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(racyWindow + 100*time.Millisecond)
+	f.add("d", 1)
+	for f.claimed("d") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the task filed to an unwatched worker was not claimed\n%s", f.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := f.log.count("out of inotify watches"); n != 1 || !strings.Contains(f.log.String(), "max_user_watches") {
+		t.Fatalf("the limit was said %d times, want once naming max_user_watches:\n%s", n, f.log)
+	}
+	cancel()
+	<-done
 }

@@ -275,7 +275,7 @@ func (d *Dispatcher) Tick(ctx context.Context) *TickReport {
 		seen[w] = true
 		ws := d.cache[w]
 		if force || ws == nil || d.respec[w] || (!ws.next.IsZero() && !now.Before(ws.next)) ||
-			(vault && ws.credHold != "") || (d.dirty[w] && !d.unchanged(ws)) || (verify && d.changedOnDisk(ws)) {
+			(vault && ws.credHold != "") || (d.dirty[w] && !d.unchanged(ws)) || ((verify || d.unwatched[w]) && d.changedOnDisk(ws)) {
 			var ok bool
 			if ws, ok = d.evaluate(ctx, org, w, served[w]); !ok {
 				if ctx.Err() != nil {

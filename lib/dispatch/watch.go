@@ -1,9 +1,12 @@
 package dispatch
 
 import (
+	"errors"
 	"os"
+	"strings"
 
 	"github.com/fsnotify/fsnotify"
+	"golang.org/x/sys/unix"
 )
 
 // watcher keeps inotify watches on workers/ and on every worker's tasks/
@@ -14,6 +17,11 @@ type watcher struct {
 	d  *Dispatcher
 	fw *fsnotify.Watcher
 	on map[string]bool
+	// Folders that could not be watched (the host's inotify watches ran
+	// out: fs.inotify.max_user_watches), by worker: the tick verifies
+	// those workers' files at every tick, as without notifications.
+	unwatched map[string]bool
+	warned    bool // the limit was logged
 }
 
 // newFSWatcher makes the fsnotify watcher; a test makes it fail as a host
@@ -41,29 +49,58 @@ func (w *watcher) events() <-chan fsnotify.Event { return w.fw.Events }
 func (w *watcher) close() { w.fw.Close() }
 
 // sync adds watches for folders that appeared; watches on removed folders
-// go away by themselves.
+// go away by themselves. A folder that cannot be watched for want of
+// inotify watches (ENOSPC) is logged once, with how to raise the limit,
+// and its worker is polled instead (Dispatcher.unwatched).
 func (w *watcher) sync() {
 	h := w.d.h
-	want := []string{h.WorkersDir(), h.DataWorkers()}
+	type want struct{ path, worker string }
+	wants := []want{{h.WorkersDir(), ""}, {h.DataWorkers(), ""}, {h.Vault(), ""}}
 	names, _ := w.d.listWorkers()
 	for _, n := range names {
 		wk := h.Worker(n)
 		if isDir(wk.Tasks()) {
-			want = append(want, wk.Tasks())
+			wants = append(wants, want{wk.Tasks(), n})
 		} else if isDir(wk.Dir) {
-			want = append(want, wk.Dir)
+			wants = append(wants, want{wk.Dir, n})
 		}
 	}
-	for _, p := range want {
-		if w.on[p] && isDir(p) {
+	unwatched := map[string]bool{}
+	for _, p := range wants {
+		if w.on[p.path] && isDir(p.path) {
 			continue
 		}
-		if err := w.fw.Add(p); err == nil {
-			w.on[p] = true
-		} else {
-			delete(w.on, p)
+		err := addWatch(w.fw, p.path)
+		if err == nil {
+			w.on[p.path] = true
+			continue
+		}
+		delete(w.on, p.path)
+		if errors.Is(err, unix.ENOSPC) {
+			if p.worker != "" {
+				unwatched[p.worker] = true
+			}
+			if !w.warned {
+				w.warned = true
+				w.d.log.Warn("out of inotify watches: the workers not watched are polled instead (raise the limit: sysctl fs.inotify.max_user_watches=N, one per worker and a few more; docs/dispatch-and-box.md \"At scale\")",
+					"limit", readLimit("/proc/sys/fs/inotify/max_user_watches"), "folder", p.path)
+			}
 		}
 	}
+	w.d.unwatched = unwatched
+}
+
+// addWatch adds one watch; a test makes it run out as a host out of
+// inotify watches would.
+var addWatch = func(fw *fsnotify.Watcher, path string) error { return fw.Add(path) }
+
+// readLimit is a /proc/sys value, or "" when it cannot be read.
+func readLimit(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 func isDir(p string) bool {
