@@ -16,6 +16,7 @@ import (
 // exit. It returns nil when ctx ends (SIGTERM: stop claiming, leave the
 // boxes running), after one tick with Once, and when idle with UntilIdle.
 func (d *Dispatcher) Run(ctx context.Context) error {
+	began := time.Now()
 	var events <-chan fsnotify.Event
 	var w *watcher
 	if !d.o.NoWatch {
@@ -29,6 +30,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}
 	}
 	d.log.Info("dispatcher started", "home", d.h.Dir, "pid", os.Getpid(), "watch", w != nil)
+	ready := false
 	d.Reclaim(ctx)
 	d.ReapOrphans(ctx)
 	d.SweepCgroups(ctx)
@@ -44,6 +46,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			w.sync()
 		}
 		rep := d.Tick(ctx)
+		if !ready {
+			ready = true
+			d.log.Info("ready: start-up's reclaim, watches and first look done", "workers", len(d.listed), "seconds", time.Since(began).Seconds())
+		}
 		if d.childExited.Swap(false) || time.Since(lastReclaim) >= ReclaimEvery {
 			d.Reclaim(ctx)
 			lastReclaim = time.Now()
