@@ -11,8 +11,10 @@ package dispatch
 // worker whose boxes get a gateway and whose [gateway] providers have no
 // credential in reach (tms.ProviderHold, computed by its Due) is held: its
 // tasks stay pending, the hold is logged once when it starts and once when
-// it ends, and since a held worker is read again at every tick, the first
-// tick that finds a credential claims again. A worker with no provider, or
+// it ends; a held worker is evaluated again on a change of its own, a
+// change of the vault, or every HoldRecheck (10 s: pi's login file is not
+// watched), so a credential put in the vault is claimed for at the next
+// tick and one appearing elsewhere within HoldRecheck. A worker with no provider, or
 // whose box has no gateway, is never held for credentials. Credentials
 // are looked up in the dispatcher's environment, which its supervisors
 // inherit; no key is ever logged.
