@@ -177,10 +177,10 @@ func TestExecWithoutATerminalGetsPipes(t *testing.T) {
 	_, s := openPty(t)
 	var stdout, stderr bytes.Buffer
 	env := &cli.Env{Name: "roster-box", Stdin: s, Stdout: &stdout, Stderr: &stderr, Ctx: context.Background()}
-	start := time.Now()
+	// Returning at all is the check that the process left behind, writing
+	// on, does not hold the exec open (the drain's bound).
 	code := cli.MainEnv(env, &CLI{}, []string{"--home", f.h.Dir, "exec", run, "--", "sh", "-c",
 		probeExec + "echo to-stderr >&2\n" + leftBehind + "\nexit 7"})
-	took := time.Since(start)
 	if code != 7 {
 		t.Fatalf("exec: exit %d, want 7: %s", code, stderr.String())
 	}
@@ -190,9 +190,6 @@ func TestExecWithoutATerminalGetsPipes(t *testing.T) {
 	}
 	if h := holders(t, s); len(h) > 0 {
 		t.Errorf("box processes hold the operator's terminal: %v", h)
-	}
-	if took > 30*time.Second {
-		t.Errorf("exec took %v: the process left behind held it open", took)
 	}
 	// Stdin reaches the command through a pipe; a signal's status is told.
 	var out bytes.Buffer

@@ -147,6 +147,19 @@ func readWorker(h home.Home, name string) ([]byte, *Worker, error) {
 	return data, w, nil
 }
 
+// ReadWorkerUID is ReadWorker that also says the uid the spec names, read
+// leniently when the spec does not parse (hasUID false when it names none
+// or cannot be read): what a caller checking uids across workers needs,
+// from one read of the file.
+func ReadWorkerUID(h home.Home, name string) (w *Worker, uid int, hasUID bool, err error) {
+	data, w, err := readWorker(h, name)
+	if w != nil {
+		return w, w.UID, true, nil
+	}
+	uid, hasUID = SpecUID(data)
+	return nil, uid, hasUID, err
+}
+
 // SharedUID is the refusal of worker name's spec, whose uid is also
 // worker other's.
 func SharedUID(h home.Home, name string, uid int, other string) error {
@@ -182,11 +195,9 @@ func LoadWorkers(h home.Home, names []string) ([]*Worker, []error) {
 	got := map[string]read{}
 	uids := map[int][]string{} // sorted, as all is
 	for _, n := range all {
-		data, w, err := readWorker(h, n)
+		w, uid, has, err := ReadWorkerUID(h, n)
 		got[n] = read{w, err}
-		if w != nil {
-			uids[w.UID] = append(uids[w.UID], n)
-		} else if uid, ok := SpecUID(data); ok {
+		if has {
 			uids[uid] = append(uids[uid], n)
 		}
 	}

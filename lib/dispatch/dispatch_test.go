@@ -451,19 +451,9 @@ func TestNoFsnotifyFallsBackToPollAndStillClaims(t *testing.T) {
 	f := newFixture(t, "")
 	f.worker("dobby", "")
 	f.part("dobby").Read(context.Background())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	d := f.dispatcher(Options{Poll: 100 * time.Millisecond})
-	d.clock = tms.SystemClock{}
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
+	stop := f.run(d)
 	deadline := time.Now().Add(30 * time.Second)
-	for f.log.count("dispatcher started") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("not started\n%s", f.log)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	if f.log.count("no change notifications; waking on timers and poll only") != 1 || f.log.count("watch=false") != 1 {
 		t.Fatalf("the fallback is not logged:\n%s", f.log)
 	}
@@ -475,9 +465,32 @@ func TestNoFsnotifyFallsBackToPollAndStillClaims(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run after cancel: %v", err)
+	stop()
+}
+
+// run runs d's loop on the system clock until the returned stop, which
+// fails the test if Run returned an error; it returns once the loop has
+// said it started.
+func (f *fixture) run(d *Dispatcher) (stop func()) {
+	f.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	d.clock = tms.SystemClock{}
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for f.log.count("dispatcher started") == 0 {
+		if time.Now().After(deadline) {
+			cancel()
+			f.t.Fatalf("not started\n%s", f.log)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return func() {
+		f.t.Helper()
+		cancel()
+		if err := <-done; err != nil {
+			f.t.Fatalf("Run after cancel: %v", err)
+		}
 	}
 }
 

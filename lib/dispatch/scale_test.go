@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-
-	"github.com/roster-sh/roster/lib/tms"
 )
 
 // idleHome is a home of n idle workers (heartbeat off, nothing filed),
@@ -167,16 +165,8 @@ func TestOutOfInotifyWatchesPollsTheRestAndSaysSoOnce(t *testing.T) {
 		return fw.Add(path)
 	}
 	defer func() { addWatch = old }()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	d := f.dispatcher(Options{Poll: 200 * time.Millisecond})
-	d.clock = tms.SystemClock{}
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
+	stop := f.run(f.dispatcher(Options{Poll: 200 * time.Millisecond}))
 	deadline := time.Now().Add(20 * time.Second)
-	for f.log.count("dispatcher started") == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
 	time.Sleep(racyWindow + 100*time.Millisecond)
 	f.add("d", 1)
 	for f.claimed("d") == 0 {
@@ -188,6 +178,5 @@ func TestOutOfInotifyWatchesPollsTheRestAndSaysSoOnce(t *testing.T) {
 	if n := f.log.count("out of inotify watches"); n != 1 || !strings.Contains(f.log.String(), "max_user_watches") {
 		t.Fatalf("the limit was said %d times, want once naming max_user_watches:\n%s", n, f.log)
 	}
-	cancel()
-	<-done
+	stop()
 }

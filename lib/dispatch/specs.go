@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"os"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -84,30 +83,31 @@ type specCache struct {
 	uids map[int][]string // sorted names per uid; nil: rebuild
 }
 
+// readSpec reads worker w's spec into a new entry, its identity taken
+// before the read (a change after it differs at the next look).
+func (d *Dispatcher) readSpec(w string, id fileID, ok bool) *specEnt {
+	d.counts.spec.Add(1)
+	e := &specEnt{id: id}
+	if !ok {
+		e.id = fileID{racy: true}
+	}
+	e.w, e.uid, e.has, e.err = config.ReadWorkerUID(d.h, w)
+	return e
+}
+
 // spec returns worker w's spec, reading it again only if its file changed.
 func (d *Dispatcher) spec(w string) (*config.Worker, error) {
 	c := &d.specs
 	if c.ents == nil {
 		c.ents = map[string]*specEnt{}
 	}
-	file := d.h.SpecFile(w)
-	id, ok := statID(file)
+	id, ok := statID(d.h.SpecFile(w))
 	d.counts.ident.Add(1)
 	e := c.ents[w]
 	if e == nil || !ok || !e.id.same(id) {
-		d.counts.spec.Add(1)
-		ne := &specEnt{id: id}
-		ne.w, ne.err = config.ReadWorker(d.h, w)
-		if ne.w != nil {
-			ne.uid, ne.has = ne.w.UID, true
-		} else if data, err := os.ReadFile(file); err == nil {
-			ne.uid, ne.has = config.SpecUID(data)
-		}
+		ne := d.readSpec(w, id, ok)
 		if e == nil || e.uid != ne.uid || e.has != ne.has {
 			c.uids = nil
-		}
-		if !ok {
-			ne.id = fileID{racy: true}
 		}
 		c.ents[w], e = ne, ne
 	}
@@ -128,25 +128,15 @@ func (d *Dispatcher) uidIndex() map[int][]string {
 		return c.uids
 	}
 	names, _ := d.listWorkers()
-	for _, n := range names {
-		if c.ents[n] == nil {
-			d.counts.spec.Add(1)
-			e := &specEnt{id: fileID{racy: true}}
-			if id, ok := statID(d.h.SpecFile(n)); ok {
-				e.id = id
-			}
-			e.w, e.err = config.ReadWorker(d.h, n)
-			if e.w != nil {
-				e.uid, e.has = e.w.UID, true
-			} else if data, err := os.ReadFile(d.h.SpecFile(n)); err == nil {
-				e.uid, e.has = config.SpecUID(data)
-			}
-			c.ents[n] = e
-		}
-	}
 	idx := map[int][]string{}
 	for _, n := range names { // sorted: the first other is the one LoadWorker names
-		if e := c.ents[n]; e != nil && e.has {
+		e := c.ents[n]
+		if e == nil {
+			id, ok := statID(d.h.SpecFile(n))
+			e = d.readSpec(n, id, ok)
+			c.ents[n] = e
+		}
+		if e.has {
 			idx[e.uid] = append(idx[e.uid], n)
 		}
 	}

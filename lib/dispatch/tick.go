@@ -270,9 +270,7 @@ func (d *Dispatcher) Tick(ctx context.Context) *TickReport {
 	now := d.clock.Now()
 	var ready []*workerState
 	total := 0
-	seen := make(map[string]bool, len(all))
 	for _, w := range all {
-		seen[w] = true
 		ws := d.cache[w]
 		if force || ws == nil || d.respec[w] || (!ws.next.IsZero() && !now.Before(ws.next)) ||
 			(vault && ws.credHold != "") || (d.dirty[w] && !d.unchanged(ws)) || ((verify || d.unwatched[w]) && d.changedOnDisk(ws)) {
@@ -299,13 +297,19 @@ func (d *Dispatcher) Tick(ctx context.Context) *TickReport {
 			ready = append(ready, ws)
 		}
 	}
-	for w := range d.cache {
-		if !seen[w] {
-			delete(d.cache, w)
+	if len(d.cache) > len(all) || len(d.specs.ents) > len(all) {
+		// Workers went away (every listed one is cached by now): forget
+		// them. Only then is a set of the listed made, not at every tick.
+		listed := make(map[string]bool, len(all))
+		for _, w := range all {
+			listed[w] = true
 		}
-	}
-	if len(d.specs.ents) > len(all) {
-		d.forgetSpecs(seen)
+		for w := range d.cache {
+			if !listed[w] {
+				delete(d.cache, w)
+			}
+		}
+		d.forgetSpecs(listed)
 	}
 
 	rep.Held = held
