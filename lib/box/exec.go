@@ -75,7 +75,7 @@ func Exec(r ExecRequest) (int, error) {
 		}
 		return 0, fmt.Errorf("exec: load box %s: %w", r.Run.ID, err)
 	}
-	if st, err := c.Status(); err != nil || st != libcontainer.Running {
+	if st, err := waitStarted(c); err != nil || st != libcontainer.Running {
 		return 0, errs.New(errs.ErrConflict, fmt.Sprintf("run %s has no live box (its container is %v)", r.Run.ID, st))
 	}
 	statusR, statusW, err := os.Pipe()
@@ -170,4 +170,22 @@ func appendExec(runDir string, rec ExecRecord) error {
 		return fmt.Errorf("record exec: %w", err)
 	}
 	return fsx.AppendLine(f, line)
+}
+
+// startGrace is how long exec waits for a box that is being started (its
+// container created, its command not yet begun) to begin: an exec given
+// right after a run starts joins the box rather than being refused.
+const startGrace = 5 * time.Second
+
+// waitStarted returns the container's status once it is no longer
+// created, or created still after startGrace.
+func waitStarted(c *libcontainer.Container) (libcontainer.Status, error) {
+	deadline := time.Now().Add(startGrace)
+	for {
+		st, err := c.Status()
+		if err != nil || st != libcontainer.Created || time.Now().After(deadline) {
+			return st, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
