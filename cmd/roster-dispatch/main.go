@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -82,7 +83,31 @@ func (c *CLI) Run(g *cli.Globals, env *cli.Env) error {
 	defer stop()
 	d := dispatch.New(dispatch.Options{Home: h, Cap: capN, Poll: poll, Workers: c.Worker,
 		Once: c.Once, UntilIdle: c.UntilIdle, NoWatch: c.NoWatch, Log: slog.New(handler)})
+	if stop := cpuProfile(env); stop != nil {
+		defer stop()
+	}
 	return d.Run(ctx)
+}
+
+// cpuProfile writes a CPU profile of the whole run to the file
+// ROSTER_CPUPROFILE names, if set (for finding where the time goes, as
+// bench/scale.sh's operator would: go tool pprof bin/roster-dispatch FILE).
+func cpuProfile(env *cli.Env) func() {
+	path := os.Getenv("ROSTER_CPUPROFILE")
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		env.Warn("ROSTER_CPUPROFILE: %v", err)
+		return nil
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		env.Warn("ROSTER_CPUPROFILE: %v", err)
+		f.Close()
+		return nil
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
 func main() {

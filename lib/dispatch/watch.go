@@ -17,11 +17,9 @@ type watcher struct {
 	d  *Dispatcher
 	fw *fsnotify.Watcher
 	on map[string]bool
-	// Folders that could not be watched (the host's inotify watches ran
-	// out: fs.inotify.max_user_watches), by worker: the tick verifies
-	// those workers' files at every tick, as without notifications.
-	unwatched map[string]bool
-	warned    bool // the limit was logged
+	// warned: the inotify limit was logged (folders that could not be
+	// watched are Dispatcher.unwatched, polled at every tick).
+	warned bool
 }
 
 // newFSWatcher makes the fsnotify watcher; a test makes it fail as a host
