@@ -49,7 +49,7 @@ func (c *SweepCmd) Run(g *cli.Globals, env *cli.Env) error {
 		}
 		if c.JSON {
 			cli.JSONLine(env.Stdout, takeJSON{Worker: r.Worker, ID: r.Result.ID, Prev: r.Result.Prev,
-				Unchanged: r.Result.Unchanged, Disabled: r.Result.Disabled, Changes: len(r.Result.Changes), Pruned: nonNil(r.Result.Pruned)})
+				Unchanged: r.Result.Unchanged, Disabled: r.Result.Disabled, NoStore: r.Result.NoStore, Changes: len(r.Result.Changes), Pruned: nonNil(r.Result.Pruned)})
 		} else if r.Result.ID != "" {
 			fmt.Fprintf(env.Stdout, "%s %s\n", r.Worker, r.Result.ID)
 		}

@@ -43,6 +43,7 @@ type takeJSON struct {
 	Prev      string   `json:"prev"`
 	Unchanged bool     `json:"unchanged"`
 	Disabled  bool     `json:"disabled"`
+	NoStore   bool     `json:"no_store,omitempty"`
 	Changes   int      `json:"changes"`
 	Pruned    []string `json:"pruned"`
 	Error     string   `json:"error,omitempty"`

@@ -19,29 +19,25 @@ package dispatch
 // are looked up in the dispatcher's environment, which its supervisors
 // inherit; no key is ever logged.
 
-// logWorkerHolds logs each worker's credential hold when it starts and
-// when it ends, and returns the workers held now and why.
-func (d *Dispatcher) logWorkerHolds(ready []*workerState) map[string]string {
+// noteHold logs worker ws's hold when it starts and when it ends, as the
+// tick evaluates it (holds change only then); d.credHeld is the workers
+// held now and why. A worker the dispatcher no longer claims for (paused,
+// not served, unreadable) leaves it quietly.
+func (d *Dispatcher) noteHold(ws *workerState) {
 	if d.credHeld == nil {
 		d.credHeld = map[string]string{}
 	}
-	var held map[string]string
-	for _, ws := range ready {
-		was, wasHeld := d.credHeld[ws.name]
-		switch {
-		case ws.credHold == "" && wasHeld:
-			d.log.Info("worker hold ended", "worker", ws.name, "was", was)
-			delete(d.credHeld, ws.name)
-		case ws.credHold != "" && !wasHeld:
-			d.log.Warn("worker held: claiming nothing for it", "worker", ws.name, "why", ws.credHold)
-			d.credHeld[ws.name] = ws.credHold
-		}
-		if ws.credHold != "" {
-			if held == nil {
-				held = map[string]string{}
-			}
-			held[ws.name] = ws.credHold
-		}
+	was, wasHeld := d.credHeld[ws.name]
+	switch {
+	case !ws.claims || ws.broken:
+		delete(d.credHeld, ws.name)
+	case ws.credHold == "" && wasHeld:
+		d.log.Info("worker hold ended", "worker", ws.name, "was", was)
+		delete(d.credHeld, ws.name)
+	case ws.credHold != "" && !wasHeld:
+		d.log.Warn("worker held: claiming nothing for it", "worker", ws.name, "why", ws.credHold)
+		d.credHeld[ws.name] = ws.credHold
+	case ws.credHold != "":
+		d.credHeld[ws.name] = ws.credHold
 	}
-	return held
 }

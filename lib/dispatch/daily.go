@@ -90,14 +90,26 @@ func (d *Dispatcher) maybeDaily(ctx context.Context) {
 	if d.dailyRun {
 		return
 	}
+	// dispatch.json is read again only when it changed (this dispatcher
+	// is its one writer, holding dispatch.lock) or the day turned: at
+	// 10,000 workers its list of the swept is big, and a tick must not
+	// cost what the home holds.
+	today := d.Today()
+	id, ok := statID(d.h.DispatchJSON())
+	if ok && d.stateDay == today && d.stateID.same(id) {
+		return
+	}
 	s, err := d.ReadState()
 	if err != nil {
 		d.logOnce("dispatch.json", err)
 		return
 	}
 	d.clearBad("dispatch.json")
-	today := d.Today()
 	if s.Daily.Day == today {
+		d.stateDay, d.stateID = today, id
+		if !ok {
+			d.stateID = fileID{racy: true}
+		}
 		return
 	}
 	d.dailyRun = true

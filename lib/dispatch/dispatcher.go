@@ -61,11 +61,17 @@ type Dispatcher struct {
 	adopted   sync.Map          // run id -> adoptedRun: a live box of a predecessor, logged as adopted
 	dailyMu   sync.Mutex
 	dailyRun  bool
+	stateDay  string // dispatch.json said the daily jobs ran on this day ...
+	stateID   fileID // ... when it had this identity
 	sweepMu   sync.Mutex
 	sweeping  map[string]bool // workers the running sweep was given: no claims for them until it ends
 
 	// What the last ticks read, and what changed since (see workerState).
 	cache    map[string]*workerState
+	queue    dueQueue        // the cached workers' next instants
+	withDue  map[string]bool // cached workers with claimable tasks
+	live     int             // claimed tasks across the cached workers (store keeps it)
+	tickGen  int             // the listing the last tick looked at (listGen)
 	dirty    map[string]bool // its partition changed
 	respec   map[string]bool // its spec changed: read it whole again
 	allDirty bool
@@ -79,6 +85,9 @@ type Dispatcher struct {
 	// What is cached by file identity (specs.go).
 	specs    specCache
 	listed   []string // workers/ as last listed
+	listGen  int      // incremented at each new listing
+	served   map[string]bool
+	servedAt int // the listGen served was made for (0: never)
 	listedID fileID
 	orgID    fileID
 	orgData  []byte            // org.toml's text as last read
@@ -101,7 +110,7 @@ type Dispatcher struct {
 func New(o Options) *Dispatcher {
 	d := &Dispatcher{o: o, h: o.Home, clock: o.Clock, log: o.Log, getenv: o.Getenv,
 		bad: map[string]string{}, busy: map[string]bool{}, kick: make(chan struct{}, 1),
-		cache: map[string]*workerState{}, dirty: map[string]bool{}, respec: map[string]bool{}}
+		cache: map[string]*workerState{}, withDue: map[string]bool{}, dirty: map[string]bool{}, respec: map[string]bool{}}
 	if d.clock == nil {
 		d.clock = tms.SystemClock{}
 	}
@@ -244,7 +253,11 @@ func (d *Dispatcher) workers() (all []string, served map[string]bool, err error)
 	if err != nil {
 		return nil, nil, err
 	}
-	served = map[string]bool{}
+	if d.servedAt == d.listGen && d.served != nil {
+		return all, d.served, nil // made once per listing, not at every tick
+	}
+	served = make(map[string]bool, len(all))
+	d.served, d.servedAt = served, d.listGen
 	if d.o.Workers == nil {
 		for _, w := range all {
 			served[w] = true

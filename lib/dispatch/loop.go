@@ -104,21 +104,35 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 }
 
 // drain swallows events that arrived together (a rename and a journal
-// append are one change), so one change is one tick.
+// append are one change; a program making folders for many workers is a
+// burst), so one change, or one burst, is one tick: it reads events until
+// none came for drainQuiet, for at most drainMost.
 func (d *Dispatcher) drain(ch <-chan fsnotify.Event) {
 	if ch == nil {
 		return
 	}
-	time.Sleep(2 * time.Millisecond)
+	quiet := time.NewTimer(drainQuiet)
+	defer quiet.Stop()
+	most := time.NewTimer(drainMost)
+	defer most.Stop()
 	for {
 		select {
 		case ev := <-ch:
 			d.changed(ev.Name)
-		default:
+			quiet.Reset(drainQuiet) // go ≥ 1.23 timers: no stale tick after Reset
+		case <-quiet.C:
+			return
+		case <-most.C:
 			return
 		}
 	}
 }
+
+// The event coalescing of drain.
+const (
+	drainQuiet = 2 * time.Millisecond
+	drainMost  = 50 * time.Millisecond
+)
 
 // supervisorsLive counts live supervisors of the served workers (box.json
 // naming a running process), adopted ones included. A supervisor outlives

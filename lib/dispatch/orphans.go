@@ -50,9 +50,20 @@ func (d *Dispatcher) ReapOrphans(ctx context.Context) []string {
 			continue
 		}
 		delete(d.orphans, w)
+		if !ok {
+			continue // no runs/ folder: no run to reap
+		}
 		p, _, err := d.open(org, w)
 		if err != nil {
 			continue
+		}
+		ents, err := os.ReadDir(p.W.Runs())
+		if err != nil {
+			continue
+		}
+		if len(ents) == 0 {
+			d.orphaned(w, runsID)
+			continue // nothing in it: the partition need not be read
 		}
 		d.counts.reclaim.Add(1)
 		claimed := map[string]bool{}
@@ -64,10 +75,6 @@ func (d *Dispatcher) ReapOrphans(ctx context.Context) []string {
 			}
 		} else {
 			continue // cannot tell which runs are claimed: leave them all to Reclaim
-		}
-		ents, err := os.ReadDir(p.W.Runs())
-		if err != nil {
-			continue
 		}
 		allEnded := ok
 		for _, e := range ents {
@@ -100,13 +107,19 @@ func (d *Dispatcher) ReapOrphans(ctx context.Context) []string {
 			reaped = append(reaped, run)
 		}
 		if allEnded {
-			if d.orphans == nil {
-				d.orphans = map[string]fileID{}
-			}
-			d.orphans[w] = runsID
+			d.orphaned(w, runsID)
 		}
 	}
 	return reaped
+}
+
+// orphaned records that worker w's runs/ folder, at runsID, had every run
+// ended: it is not read again until the folder changes.
+func (d *Dispatcher) orphaned(w string, runsID fileID) {
+	if d.orphans == nil {
+		d.orphans = map[string]fileID{}
+	}
+	d.orphans[w] = runsID
 }
 
 // SweepCgroups runs `roster-box reap --cgroups`: every supervisor exits

@@ -48,6 +48,9 @@ func (d *Dispatcher) Reclaim(ctx context.Context) []Reclaimed {
 		if ws := d.cache[w]; ws != nil && ws.live == 0 && len(ws.claimed) == 0 && !d.dirty[w] && !d.respec[w] {
 			continue
 		}
+		if !isDir(d.h.Worker(w).Tasks()) {
+			continue // nothing was ever filed: nothing claimed (and no folder made for it)
+		}
 		p, _, err := d.open(org, w)
 		if err != nil {
 			continue // logged by the tick

@@ -42,7 +42,7 @@ func idleHome(t *testing.T, n int) *fixture {
 func work(a, b Counts) Counts {
 	return Counts{SpecReads: b.SpecReads - a.SpecReads, OrgReads: b.OrgReads - a.OrgReads, Listings: b.Listings - a.Listings,
 		Evaluations: b.Evaluations - a.Evaluations, ReclaimReads: b.ReclaimReads - a.ReclaimReads,
-		IdentityChecks: b.IdentityChecks - a.IdentityChecks}
+		IdentityChecks: b.IdentityChecks - a.IdentityChecks, Visits: b.Visits - a.Visits}
 }
 
 // TestIdleWorkersCostNoReads is the scale issue's counting test: once the
@@ -76,6 +76,12 @@ func TestIdleWorkersCostNoReads(t *testing.T) {
 			for i := 0; i < 30; i++ { // a minute of 2 s polls
 				f.clock.add(2 * time.Second)
 				d.Tick(ctx)
+			}
+			// A tick looks only at the workers that changed or are due
+			// (broke's re-check; beat's heartbeat is 30 m away), never at
+			// every idle one; polling, it stats each (below).
+			if v := work(before, d.Counts()).Visits; watching && v > int64(60*time.Second/HoldRecheck)+1 {
+				t.Fatalf("30 idle ticks looked at %d workers of %d idle ones", v, n)
 			}
 			d.lastFull = time.Time{} // and a verifying pass
 			d.Tick(ctx)

@@ -53,17 +53,18 @@ type Counts struct {
 	Evaluations    int64 // workers evaluated (partition read, templates fired, due computed)
 	ReclaimReads   int64 // partitions read by the reclaim pass
 	IdentityChecks int64 // stats of a cached file's identity
+	Visits         int64 // workers a tick looked at (a verifying pass: every one; else only those changed or due)
 }
 
 type counters struct {
-	spec, org, list, eval, reclaim, ident atomic.Int64
+	spec, org, list, eval, reclaim, ident, visit atomic.Int64
 }
 
 // Counts returns the work done so far.
 func (d *Dispatcher) Counts() Counts {
 	c := &d.counts
 	return Counts{SpecReads: c.spec.Load(), OrgReads: c.org.Load(), Listings: c.list.Load(),
-		Evaluations: c.eval.Load(), ReclaimReads: c.reclaim.Load(), IdentityChecks: c.ident.Load()}
+		Evaluations: c.eval.Load(), ReclaimReads: c.reclaim.Load(), IdentityChecks: c.ident.Load(), Visits: c.visit.Load()}
 }
 
 // specEnt is one worker's spec as last read.
@@ -172,6 +173,7 @@ func (d *Dispatcher) listWorkers() ([]string, error) {
 		names = []string{}
 	}
 	d.listed, d.listedID = names, id
+	d.listGen++
 	if !ok {
 		d.listedID = fileID{racy: true}
 	}

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"sort"
 	"strings"
 	"time"
 
@@ -268,9 +269,8 @@ func (d *Dispatcher) Tick(ctx context.Context) *TickReport {
 	verify, force := d.needFull(held)
 	vault := d.vaultChanged()
 	now := d.clock.Now()
-	var ready []*workerState
-	total := 0
-	for _, w := range all {
+	for _, w := range d.candidates(all, verify || force, vault, now) {
+		d.counts.visit.Add(1)
 		ws := d.cache[w]
 		if force || ws == nil || d.respec[w] || (!ws.next.IsZero() && !now.Before(ws.next)) ||
 			(vault && ws.credHold != "") || (d.dirty[w] && !d.unchanged(ws)) || ((verify || d.unwatched[w]) && d.changedOnDisk(ws)) {
@@ -279,23 +279,12 @@ func (d *Dispatcher) Tick(ctx context.Context) *TickReport {
 				if ctx.Err() != nil {
 					return rep
 				}
-				d.cache[w] = d.unreadable(w) // logged once; looked at again on a change or the slow timer
-				continue
+				ws = d.unreadable(w) // logged once; looked at again on a change or the slow timer
 			}
-			d.cache[w] = ws
+			d.store(ws)
 		}
 		delete(d.dirty, w)
 		delete(d.respec, w)
-		if ws.broken {
-			continue
-		}
-		total += ws.live
-		if !ws.next.IsZero() && (rep.Next.IsZero() || ws.next.Before(rep.Next)) {
-			rep.Next = ws.next
-		}
-		if ws.claims {
-			ready = append(ready, ws)
-		}
 	}
 	if len(d.cache) > len(all) || len(d.specs.ents) > len(all) {
 		// Workers went away (every listed one is cached by now): forget
@@ -306,25 +295,126 @@ func (d *Dispatcher) Tick(ctx context.Context) *TickReport {
 		}
 		for w := range d.cache {
 			if !listed[w] {
-				delete(d.cache, w)
+				d.forget(w)
 			}
 		}
 		d.forgetSpecs(listed)
 	}
 
 	rep.Held = held
-	rep.WorkerHolds = d.logWorkerHolds(ready)
+	rep.WorkerHolds = d.credHeld
+	ready := d.ready()
 	if rep.Held == "" && len(ready) > 0 {
-		rep.Started = d.claimRoundRobin(ctx, ready, d.cap(org)-total)
-		total += len(rep.Started)
+		rep.Started = d.claimRoundRobin(ctx, ready, d.cap(org)-d.live)
+		for _, ws := range ready {
+			if len(ws.due) == 0 {
+				delete(d.withDue, ws.name)
+			}
+		}
 	}
 	if rep.Held == "" {
 		for _, ws := range ready {
 			rep.Waiting += len(ws.due) // left for a later tick: cap or concurrency full
 		}
 	}
-	rep.Live = total
+	rep.Live = d.live
+	rep.Next = d.queue.next()
 	return rep
+}
+
+// candidates are the workers a tick looks at: every listed one on a
+// verifying or forced pass or when the listing changed; else only those a
+// notification named, those whose next instant came (the due queue),
+// those held when the vault changed, and those that cannot be watched.
+// An idle worker is not among them: a tick's work follows what changed,
+// not how many workers there are.
+func (d *Dispatcher) candidates(all []string, every, vault bool, now time.Time) []string {
+	if every || d.listGen != d.tickGen {
+		d.tickGen = d.listGen
+		return all
+	}
+	set := map[string]bool{}
+	for w := range d.dirty {
+		set[w] = true
+	}
+	for w := range d.respec {
+		set[w] = true
+	}
+	for w := range d.unwatched {
+		set[w] = true
+	}
+	if vault {
+		for w := range d.credHeld {
+			set[w] = true
+		}
+	}
+	out := d.queue.due(now, nil)
+	for _, w := range out {
+		delete(set, w)
+	}
+	for w := range set {
+		if d.cache[w] != nil || d.isListed(w) {
+			out = append(out, w)
+		} else { // named by a notification, but no worker (its spec is gone)
+			delete(d.dirty, w)
+			delete(d.respec, w)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// isListed tells whether w is in the workers/ listing (a notification
+// may name a worker whose spec is gone).
+func (d *Dispatcher) isListed(w string) bool {
+	i := sort.SearchStrings(d.listed, w)
+	return i < len(d.listed) && d.listed[i] == w
+}
+
+// store caches ws as its worker's state and keeps what the tick reads
+// without looking at every worker in step: the live claims across
+// workers, the workers with claimable tasks, the due queue, the holds.
+func (d *Dispatcher) store(ws *workerState) {
+	if old := d.cache[ws.name]; old != nil && !old.broken {
+		d.live -= old.live
+	}
+	if !ws.broken {
+		d.live += ws.live
+	}
+	d.cache[ws.name] = ws
+	d.queue.set(ws.name, ws.next)
+	if ws.claims && !ws.broken && len(ws.due) > 0 {
+		d.withDue[ws.name] = true
+	} else {
+		delete(d.withDue, ws.name)
+	}
+	d.noteHold(ws)
+}
+
+// forget drops a worker that went away.
+func (d *Dispatcher) forget(w string) {
+	if old := d.cache[w]; old != nil && !old.broken {
+		d.live -= old.live
+	}
+	delete(d.cache, w)
+	d.queue.set(w, time.Time{})
+	delete(d.withDue, w)
+	delete(d.credHeld, w)
+}
+
+// ready is the workers with claimable tasks, in name order (the
+// round-robin's order).
+func (d *Dispatcher) ready() []*workerState {
+	names := make([]string, 0, len(d.withDue))
+	for w := range d.withDue {
+		names = append(names, w)
+	}
+	sort.Strings(names)
+	out := make([]*workerState, len(names))
+	for i, w := range names {
+		out[i] = d.cache[w]
+	}
+	return out
 }
 
 // claimRoundRobin claims one task per worker in turn, starting one worker
@@ -359,6 +449,7 @@ func (d *Dispatcher) claimRoundRobin(ctx context.Context, ready []*workerState, 
 				}
 				d.clearBusy(ws.name)
 				ws.live++
+				d.live++
 				avail--
 				progress = true
 				s := Start{Worker: ws.name, Task: task.ID, Run: run}

@@ -21,6 +21,7 @@ type Result struct {
 	Prev      string // the snapshot compared with ("" if none)
 	Unchanged bool   // nothing changed since Prev: no snapshot
 	Disabled  bool   // store.snapshots = 0: no snapshot
+	NoStore   bool   // a sweep found no store (the worker never ran): no snapshot
 	Changes   []Change
 	Pruned    []string
 
