@@ -14,7 +14,6 @@ import (
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/runs"
-	"github.com/roster-sh/roster/lib/tms"
 )
 
 // State is data/dispatch.json: the dispatcher's bookkeeping across
@@ -71,23 +70,47 @@ func (d *Dispatcher) writeState(s State) error {
 // host zone (config.Org.Zone), never the dispatcher's TZ.
 func (d *Dispatcher) Today() string { return d.clock.Now().In(d.org.Zone()).Format("2006-01-02") }
 
+// SweepBatch is how many workers one `roster-snap sweep` of the daily
+// sweep is given. The sweep goes through the home in batches, one at a
+// time (its concurrency is one process), and only the batch being swept is
+// held from claims: a task filed meanwhile waits at most for the batch it
+// falls in, never for a sweep of every worker (at 10,000 workers that is
+// minutes).
+var SweepBatch = 16
+
+// sweepRun is a daily sweep under way. Its batches are chosen on the
+// loop's goroutine (maybeDaily, WaitDaily), which owns the dispatcher's
+// caches and claims; the sweep's goroutine asks for the next one.
+type sweepRun struct {
+	ctx            context.Context
+	todo           []string
+	ask            chan struct{} // the sweep's goroutine wants its next batch
+	give           chan []string // the batch; nil: none left
+	swept, skipped []string
+	err            error // the workers could not be listed
+}
+
 // maybeDaily starts the daily jobs (`roster-snap sweep W...`, `roster-runs
 // prune`) in the background when data/dispatch.json says they have not run
-// on today's host-local day. The day is recorded when they finish, so a
-// restart never skips them; a restart in the middle repeats them, which is
-// harmless (both are idempotent).
+// on today's host-local day, and while they run hands the sweep its next
+// batch. The day is recorded when they finish, so a restart never skips
+// them; a restart in the middle repeats them, which is harmless (both are
+// idempotent).
 //
 // The sweep never snapshots a worker while a box of that worker is live
 // (the run's own post-run snapshot covers its store; a sweep in the middle
-// of a run would take the run's changes from it): it is given the workers
-// with no live box at the moment it starts — called after the tick, so
-// this tick's claims count — and the dispatcher claims nothing for those
-// workers until the sweep ends. With no such worker the sweep is skipped
-// and dispatch.json says so.
+// of a run would take the run's changes from it): each batch is given the
+// workers of it with no live box at the moment it starts — chosen after a
+// tick, so that tick's claims count — and the dispatcher claims nothing
+// for those workers until the batch ends. With no such worker in the whole
+// home the sweep is skipped and dispatch.json says so.
 func (d *Dispatcher) maybeDaily(ctx context.Context) {
 	d.dailyMu.Lock()
 	defer d.dailyMu.Unlock()
 	if d.dailyRun {
+		if d.sweep != nil {
+			d.serveSweep(d.sweep)
+		}
 		return
 	}
 	// dispatch.json is read again only when it changed (this dispatcher
@@ -113,63 +136,114 @@ func (d *Dispatcher) maybeDaily(ctx context.Context) {
 		return
 	}
 	d.dailyRun = true
-	quiet, busy, qerr := d.quietWorkers(ctx)
-	d.holdForSweep(quiet)
+	sr := &sweepRun{ctx: ctx, ask: make(chan struct{}, 1), give: make(chan []string, 1)}
+	sr.todo, sr.err = config.ListWorkers(d.h)
+	d.sweep = sr
+	first := d.nextBatch(sr)
 	d.dailyBusy.Add(1)
 	go func() {
 		defer d.dailyBusy.Done()
-		d.log.Info("daily jobs", "day", today, "sweep", names(quiet), "sweep_skipped", names(busy))
-		s.Daily = DailyState{Day: today, At: d.clock.Now().UTC(), Swept: append([]string{}, quiet...), SweepSkipped: busy}
-		switch {
-		case qerr != nil:
-			s.Daily.Sweep = "not run: " + qerr.Error()
-			d.log.Error("daily sweep not run", "err", qerr)
-		case len(quiet) == 0:
-			s.Daily.Sweep = "skipped: no worker without a live box"
-		default:
-			s.Daily.Sweep = d.job(ctx, d.o.SnapProgram, "roster-snap", append([]string{"sweep"}, quiet...)...)
+		d.log.Info("daily jobs", "day", today, "workers", len(sr.todo)+len(first), "batch", SweepBatch)
+		s.Daily = DailyState{Day: today, At: d.clock.Now().UTC()}
+		s.Daily.Sweep = d.runSweep(ctx, sr, first)
+		s.Daily.Swept, s.Daily.SweepSkipped = sr.swept, sr.skipped
+		if s.Daily.Swept == nil {
+			s.Daily.Swept = []string{}
 		}
-		d.holdForSweep(nil)
-		d.wake() // claims held for the sweep may go ahead
+		d.log.Info("daily sweep done", "sweep", s.Daily.Sweep, "swept", names(sr.swept), "sweep_skipped", names(sr.skipped))
 		s.Daily.Prune = d.job(ctx, d.o.RunsProgram, "roster-runs", "prune")
-		s.Daily.Failed = (s.Daily.Sweep != "ok" && (len(quiet) > 0 || qerr != nil)) || s.Daily.Prune != "ok"
+		s.Daily.Failed = (s.Daily.Sweep != "ok" && (len(sr.swept) > 0 || sr.err != nil)) || s.Daily.Prune != "ok"
 		if ctx.Err() == nil { // interrupted: leave the day unrecorded, the next start runs them
 			if err := d.writeState(s); err != nil {
 				d.log.Error("cannot record the daily jobs", "err", err)
 			}
 		}
 		d.dailyMu.Lock()
-		d.dailyRun = false
+		d.dailyRun, d.sweep = false, nil
 		d.dailyMu.Unlock()
 		d.wake()
 	}()
 }
 
-// quietWorkers splits the workers of the home into those with no live box
-// (no claimed task, no live supervisor in box.json, no supervisor this
-// dispatcher started still running) and the others, both sorted. A worker
-// whose partition or spec cannot be read counts as busy: it is not swept.
-func (d *Dispatcher) quietWorkers(ctx context.Context) (quiet, busy []string, err error) {
-	all, err := config.ListWorkers(d.h)
-	if err != nil {
-		return nil, nil, err
+// runSweep runs `roster-snap sweep` on each batch the loop hands it,
+// starting with first, and returns "ok", why it was skipped or not run,
+// or the first failure.
+func (d *Dispatcher) runSweep(ctx context.Context, sr *sweepRun, first []string) string {
+	if sr.err != nil {
+		d.log.Error("daily sweep not run", "err", sr.err)
+		return "not run: " + sr.err.Error()
 	}
+	result := ""
+	for b := first; b != nil; {
+		if len(b) > 0 {
+			if r := d.job(ctx, d.o.SnapProgram, "roster-snap", append([]string{"sweep"}, b...)...); r != "ok" && result == "" {
+				result = r
+			}
+		}
+		d.holdForSweep(nil)
+		sr.ask <- struct{}{}
+		d.wake() // claims held for the batch may go ahead; and the next batch
+		select {
+		case b = <-sr.give:
+		case <-ctx.Done():
+			return "interrupted"
+		}
+	}
+	switch {
+	case result != "":
+		return result
+	case len(sr.swept) == 0:
+		return "skipped: no worker without a live box"
+	}
+	return "ok"
+}
+
+// serveSweep hands the sweep its next batch if it asked for one.
+func (d *Dispatcher) serveSweep(sr *sweepRun) {
+	select {
+	case <-sr.ask:
+		sr.give <- d.nextBatch(sr)
+	default:
+	}
+}
+
+// nextBatch takes the next SweepBatch workers off the sweep's list, holds
+// claims for the quiet ones and returns them (empty when all are busy;
+// nil when the list is done).
+func (d *Dispatcher) nextBatch(sr *sweepRun) []string {
+	if len(sr.todo) == 0 || sr.err != nil {
+		return nil
+	}
+	n := min(SweepBatch, len(sr.todo))
+	batch := sr.todo[:n]
+	sr.todo = sr.todo[n:]
+	quiet, busy := d.quietWorkers(sr.ctx, batch)
+	sr.swept = append(sr.swept, quiet...)
+	sr.skipped = append(sr.skipped, busy...)
+	d.holdForSweep(quiet)
+	if quiet == nil {
+		quiet = []string{}
+	}
+	return quiet
+}
+
+// quietWorkers splits workers into those with no live box (no claimed
+// task, no live supervisor in box.json, no supervisor this dispatcher
+// started still running) and the others. A worker whose partition or spec
+// cannot be read counts as busy: it is not swept.
+func (d *Dispatcher) quietWorkers(ctx context.Context, ws []string) (quiet, busy []string) {
 	ours := map[string]bool{}
 	d.children.Range(func(_, w any) bool { ours[w.(string)] = true; return true })
-	for _, w := range all {
-		live := ours[w]
+	org := d.loadOrg()
+	for _, w := range ws {
+		live := ours[w] || org == nil
 		if !live {
 			lb, err := runs.LiveBoxes(d.h.Worker(w))
 			live = err != nil || len(lb) > 0
 		}
 		if !live {
-			var p *tms.Partition
-			org := d.loadOrg()
-			if org == nil {
-				err = errors.New("org.toml unreadable")
-			} else {
-				p, _, err = d.open(org, w) // the cached spec: tms.Open would read every other spec for its uid check
-			}
+			// The cached spec: tms.Open would read every other spec for its uid check.
+			p, _, err := d.open(org, w)
 			n := 0
 			if err == nil {
 				n, err = p.LiveClaims(ctx)
@@ -182,7 +256,7 @@ func (d *Dispatcher) quietWorkers(ctx context.Context) (quiet, busy []string, er
 			quiet = append(quiet, w)
 		}
 	}
-	return quiet, busy, nil
+	return quiet, busy
 }
 
 // names is a list of workers for a log line: the names, or with more than
@@ -230,5 +304,26 @@ func (d *Dispatcher) job(ctx context.Context, override, name string, args ...str
 	return "ok"
 }
 
-// WaitDaily waits for daily jobs started by this dispatcher to finish.
-func (d *Dispatcher) WaitDaily() { d.dailyBusy.Wait() }
+// WaitDaily waits for daily jobs started by this dispatcher to finish,
+// handing the sweep its batches meanwhile (called on the loop's goroutine:
+// it stands in for the ticks that would).
+func (d *Dispatcher) WaitDaily() {
+	done := make(chan struct{})
+	go func() { d.dailyBusy.Wait(); close(done) }()
+	for {
+		d.dailyMu.Lock()
+		sr := d.sweep
+		d.dailyMu.Unlock()
+		var ask chan struct{}
+		if sr != nil {
+			ask = sr.ask
+		}
+		select {
+		case <-done:
+			return
+		case <-ask:
+			sr.give <- d.nextBatch(sr)
+		case <-time.After(50 * time.Millisecond): // a new sweep, or this one ended
+		}
+	}
+}

@@ -692,3 +692,56 @@ func TestBusyPartitionIsSkippedAndOthersClaim(t *testing.T) {
 		t.Fatalf("stuck not served once its lock was free:\n%s", f.log)
 	}
 }
+
+// The daily sweep goes in batches of SweepBatch and holds only the batch
+// under way: a task filed for a worker of a later batch is claimed while
+// an earlier batch is being swept, and every worker is swept once.
+func TestSweepHoldsOnlyItsBatch(t *testing.T) {
+	old := SweepBatch
+	SweepBatch = 2
+	defer func() { SweepBatch = old }()
+	f := newFixture(t, "[dispatch]\ncap = 5\n")
+	for _, w := range []string{"a1", "a2", "b1", "b2", "c1"} {
+		f.worker(w, "")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	job := dir + "/job.sh"
+	os.WriteFile(job, []byte(`#!/bin/sh
+echo "$@" >> `+dir+`/ran
+if [ "$1 $2" = "sweep a1" ]; then
+	touch `+dir+`/sweeping
+	while [ ! -e `+dir+`/release ]; do sleep 0.02; done
+fi
+`), 0o755)
+	d := f.dispatcher(Options{})
+	d.o.SnapProgram, d.o.RunsProgram = job, job
+	d.maybeDaily(ctx)
+	for {
+		if _, err := os.Stat(dir + "/sweeping"); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	held := f.add("a2", 1)
+	later := f.add("c1", 1)
+	rep := d.Tick(ctx)
+	if len(rep.Started) != 1 || rep.Started[0].Task != later[0] || f.claimed("a2") != 0 {
+		t.Fatalf("while the first batch is swept: started %+v; want only c1's task (a2 is in the batch)", rep.Started)
+	}
+	os.WriteFile(dir+"/release", nil, 0o644)
+	d.WaitDaily()
+	ran, _ := os.ReadFile(dir + "/ran")
+	want := "sweep a1 a2 --home " + f.h.Dir + "\nsweep b1 b2 --home " + f.h.Dir + "\nprune --home " + f.h.Dir + "\n"
+	if string(ran) != want {
+		t.Fatalf("daily jobs ran as %q, want %q (c1 has a live claim: skipped)", ran, want)
+	}
+	s, err := d.ReadState()
+	if err != nil || s.Daily.Sweep != "ok" || strings.Join(s.Daily.Swept, ",") != "a1,a2,b1,b2" ||
+		strings.Join(s.Daily.SweepSkipped, ",") != "c1" || s.Daily.Failed {
+		t.Fatalf("dispatch.json: %+v, %v", s.Daily, err)
+	}
+	if rep := d.Tick(ctx); len(rep.Started) != 1 || rep.Started[0].Task != held[0] {
+		t.Fatalf("after its batch: started %+v, want a2's %s", rep.Started, held[0])
+	}
+}

@@ -61,10 +61,11 @@ type Dispatcher struct {
 	adopted   sync.Map          // run id -> adoptedRun: a live box of a predecessor, logged as adopted
 	dailyMu   sync.Mutex
 	dailyRun  bool
-	stateDay  string // dispatch.json said the daily jobs ran on this day ...
-	stateID   fileID // ... when it had this identity
+	sweep     *sweepRun // the daily sweep under way, or nil
+	stateDay  string    // dispatch.json said the daily jobs ran on this day ...
+	stateID   fileID    // ... when it had this identity
 	sweepMu   sync.Mutex
-	sweeping  map[string]bool // workers the running sweep was given: no claims for them until it ends
+	sweeping  map[string]bool // workers of the sweep's batch under way: no claims for them until it ends
 
 	// What the last ticks read, and what changed since (see workerState).
 	cache    map[string]*workerState

@@ -19,9 +19,11 @@
 //     (folders, because a watch on a file dies at the first rename over
 //     it), timers for the next activation or scheduled_at, and poll as
 //     the longest sleep.
-//   - The daily sweep (`roster-snap sweep W...`) is given only the workers
-//     without a live box when it starts, and no claim is made for them
-//     until it ends: a sweep never races a run's own post-run snapshot.
+//   - The daily sweep (`roster-snap sweep W...`) goes in batches of
+//     SweepBatch; each is given only its workers without a live box when
+//     it starts, and no claim is made for them until it ends: a sweep
+//     never races a run's own post-run snapshot, and a claim waits at
+//     most for one batch.
 //   - Time rules (templates, the daily jobs' host-local day) read the
 //     injected Clock; sleeping uses real timers.
 package dispatch

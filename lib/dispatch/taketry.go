@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"sort"
 	"time"
 
 	"github.com/roster-sh/roster/lib/snap"
@@ -37,12 +38,12 @@ func (d *Dispatcher) retryTakes(ctx context.Context) {
 	}
 	var failed []string
 	if len(held) > 0 {
-		quiet, _, err := d.quietWorkers(ctx) // only then: it reads every partition
-		for _, w := range quiet {
-			if held[w] && err == nil {
-				failed = append(failed, w)
-			}
+		ws := make([]string, 0, len(held))
+		for w := range held {
+			ws = append(ws, w)
 		}
+		sort.Strings(ws)
+		failed, _ = d.quietWorkers(ctx, ws) // only the held: it reads their partitions
 	}
 	if len(failed) == 0 {
 		d.retrying.Store(false)
