@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -604,24 +605,11 @@ func TestDailySweepSkipsWorkersWithLiveBoxes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	dir := t.TempDir()
-	job := dir + "/job.sh"
-	os.WriteFile(job, []byte(`#!/bin/sh
-echo "$@" >> `+dir+`/ran
-if [ "$1" = sweep ]; then
-	touch `+dir+`/sweeping
-	while [ ! -e `+dir+`/release ]; do sleep 0.02; done
-fi
-`), 0o755)
+	dir, job := blockingSweepJob(t, "sweep")
 	d := f.dispatcher(Options{})
 	d.o.SnapProgram, d.o.RunsProgram = job, job
 	d.maybeDaily(ctx)
-	for {
-		if _, err := os.Stat(dir + "/sweeping"); err == nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFile(dir + "/sweeping")
 	// While the sweep runs, nothing is claimed for the workers it sweeps.
 	queued := f.add("quiet", 1)
 	if rep := d.Tick(ctx); len(rep.Started) != 0 || f.claimed("quiet") != 0 {
@@ -705,24 +693,11 @@ func TestSweepHoldsOnlyItsBatch(t *testing.T) {
 		f.worker(w, "")
 	}
 	ctx := context.Background()
-	dir := t.TempDir()
-	job := dir + "/job.sh"
-	os.WriteFile(job, []byte(`#!/bin/sh
-echo "$@" >> `+dir+`/ran
-if [ "$1 $2" = "sweep a1" ]; then
-	touch `+dir+`/sweeping
-	while [ ! -e `+dir+`/release ]; do sleep 0.02; done
-fi
-`), 0o755)
+	dir, job := blockingSweepJob(t, "sweep a1")
 	d := f.dispatcher(Options{})
 	d.o.SnapProgram, d.o.RunsProgram = job, job
 	d.maybeDaily(ctx)
-	for {
-		if _, err := os.Stat(dir + "/sweeping"); err == nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFile(dir + "/sweeping")
 	held := f.add("a2", 1)
 	later := f.add("c1", 1)
 	rep := d.Tick(ctx)
@@ -743,5 +718,36 @@ fi
 	}
 	if rep := d.Tick(ctx); len(rep.Started) != 1 || rep.Started[0].Task != held[0] {
 		t.Fatalf("after its batch: started %+v, want a2's %s", rep.Started, held[0])
+	}
+}
+
+// blockingSweepJob writes a daily-job program that records its arguments
+// in DIR/ran and, when its first words are first, touches DIR/sweeping and
+// waits for DIR/release.
+func blockingSweepJob(t *testing.T, first string) (dir, job string) {
+	dir = t.TempDir()
+	job = dir + "/job.sh"
+	n := len(strings.Fields(first))
+	args := strings.TrimSpace(strings.Repeat("$X ", n))
+	for i := 1; i <= n; i++ {
+		args = strings.Replace(args, "$X", "$"+strconv.Itoa(i), 1)
+	}
+	os.WriteFile(job, []byte(`#!/bin/sh
+echo "$@" >> `+dir+`/ran
+if [ "`+args+`" = "`+first+`" ]; then
+	touch `+dir+`/sweeping
+	while [ ! -e `+dir+`/release ]; do sleep 0.02; done
+fi
+`), 0o755)
+	return dir, job
+}
+
+// waitFile waits until path exists.
+func waitFile(path string) {
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
