@@ -14,6 +14,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
 )
 
@@ -190,15 +191,21 @@ func LoadWorkers(h home.Home, names []string) ([]*Worker, []error) {
 	}
 	type read struct {
 		w   *Worker
+		uid int
+		has bool
 		err error
 	}
-	got := map[string]read{}
+	reads := make([]read, len(all))
+	fsx.Each(len(all), func(i int) {
+		r := &reads[i]
+		r.w, r.uid, r.has, r.err = ReadWorkerUID(h, all[i])
+	})
+	got := make(map[string]read, len(all))
 	uids := map[int][]string{} // sorted, as all is
-	for _, n := range all {
-		w, uid, has, err := ReadWorkerUID(h, n)
-		got[n] = read{w, err}
-		if has {
-			uids[uid] = append(uids[uid], n)
+	for i, n := range all {
+		got[n] = reads[i]
+		if reads[i].has {
+			uids[reads[i].uid] = append(uids[reads[i].uid], n)
 		}
 	}
 	ws, es := make([]*Worker, len(names)), make([]error, len(names))

@@ -1,6 +1,7 @@
 package out
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"strings"
@@ -11,7 +12,8 @@ import (
 // or newline in a cell becomes a space and anything else a terminal could
 // act on is escaped (Printable): cells often hold worker-supplied text.
 func Table(w io.Writer, header []string, rows [][]string) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	bw := bufio.NewWriterSize(w, 64<<10) // tabwriter writes each cell: one write per cell is 12 a row
+	tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, r := range rows {
 		clean := make([]string, len(r))
@@ -20,7 +22,10 @@ func Table(w io.Writer, header []string, rows [][]string) error {
 		}
 		fmt.Fprintln(tw, strings.Join(clean, "\t"))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 var cellSpaces = strings.NewReplacer("\t", " ", "\n", " ")
