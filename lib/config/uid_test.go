@@ -63,3 +63,27 @@ func TestSharedUIDIsRefusedForBothDespiteTheCache(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadWorkersTrustsTheLinksOfTheNamed: a few workers of a big home
+// (the daily sweep's batch) are checked by their uid links alone, as
+// LoadWorker checks one; a named worker without its link makes the check
+// read every spec, and then a shared uid is refused for both.
+func TestLoadWorkersTrustsTheLinksOfTheNamed(t *testing.T) {
+	h := newHome(t)
+	os.MkdirAll(h.WorkersDir(), 0o700)
+	specWithUID(t, h, "dobby", 250100)
+	if _, err := LoadWorker(h, "dobby"); err != nil { // records its link
+		t.Fatal(err)
+	}
+	specWithUID(t, h, "elf", 250100) // by hand, not loaded yet
+	if ws, errs := LoadWorkers(h, []string{"dobby"}); errs[0] != nil || ws[0] == nil {
+		t.Fatalf("dobby by its link: %v", errs[0])
+	}
+	if _, errs := LoadWorkers(h, []string{"dobby", "elf"}); errs[0] == nil || errs[1] == nil {
+		t.Fatalf("dobby and elf sharing a uid: %v", errs)
+	}
+	os.Remove(filepath.Join(h.Data(), "uids", "250100"))
+	if _, errs := LoadWorkers(h, []string{"dobby"}); errs[0] == nil || !strings.Contains(errs[0].Error(), "also worker elf's") {
+		t.Fatalf("dobby without its link: %v", errs[0])
+	}
+}
