@@ -42,6 +42,7 @@ type Worker struct {
 	Idle        time.Duration // 0 = "off"
 	Paused      bool
 	Connections []Connection
+	Repos       []Repo // [[repo]] grants (repos.go)
 	Warnings    []string
 
 	File string // the spec's path
@@ -95,6 +96,7 @@ type workerFile struct {
 		At   string `toml:"at"`
 		Mode string `toml:"mode"`
 	} `toml:"connection"`
+	Repo []repoFile `toml:"repo"`
 }
 
 // LoadWorker reads workers/NAME.toml. An invalid name is exit 2, a missing
@@ -390,7 +392,7 @@ func ParseWorker(name, file string, data []byte) (*Worker, error) {
 	sp := &specParse{f: &f, name: name, file: file, lines: lines,
 		w: &Worker{Name: name, Role: f.Role, Rootfs: f.Rootfs, Network: f.Network,
 			Concurrency: f.Concurrency, Pids: f.Pids, CPUs: f.CPUs, Paused: f.Paused, File: file}}
-	for _, step := range []func() error{sp.command, sp.gateway, sp.identity, sp.network, sp.limits, sp.connections} {
+	for _, step := range []func() error{sp.command, sp.gateway, sp.identity, sp.network, sp.limits, sp.connections, sp.repos} {
 		if err := step(); err != nil {
 			return nil, err
 		}
