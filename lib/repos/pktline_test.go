@@ -51,9 +51,9 @@ func TestReadPushRefuses(t *testing.T) {
 		"not hex":    []byte("zzzz"),
 		"special":    []byte("0001"),
 		"no command": pushBody(""),
-		"bad id":     pushBody("xyz " + a1 + " refs/heads/x\x00\n", ""),
+		"bad id":     pushBody("xyz "+a1+" refs/heads/x\x00\n", ""),
 		"mixed ids":  pushBody(z+" "+a1+"11111111111111111111111111 refs/heads/x\n", ""),
-		"no ref":     pushBody(z + " " + a1 + " \n", ""),
+		"no ref":     pushBody(z+" "+a1+" \n", ""),
 		"no flush":   pushBody(z + " " + a1 + " refs/heads/x\n"),
 	} {
 		if _, err := ReadPush(bufio.NewReader(bytes.NewReader(body))); !errors.Is(err, ErrPkt) {
