@@ -17,6 +17,7 @@ import (
 
 	"github.com/roster-sh/roster/lib/creds"
 	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/repos"
 	"github.com/roster-sh/roster/lib/runs"
 )
 
@@ -95,6 +96,8 @@ type Config struct {
 	// that proxies even loopback, is served as the route it names.
 	Self   []string
 	Limits Limits
+	// Git serves the worker's [[repo]] grants at /git/NAME/... (nil: none).
+	Git *repos.Service
 }
 
 // Gateway serves one run's box.
@@ -323,12 +326,16 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveHTTPProxy(w, r, start)
 	default:
 		name, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		if name == "git" {
+			g.serveGit(w, r, start)
+			return
+		}
 		if p, ok := g.cfg.Providers[name]; ok && name != "" {
 			g.model.serve(w, r, p, start)
 			return
 		}
 		g.refuse(w, r, start, refusal{kind: runs.RefuseBadRequest,
-			msg: "not a model route (/PROVIDER/...), a CONNECT or an http:// proxy request"})
+			msg: "not a model route (/PROVIDER/...), a git route (/git/NAME/...), a CONNECT or an http:// proxy request"})
 	}
 }
 

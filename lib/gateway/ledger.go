@@ -242,11 +242,47 @@ func appendEntry(b []byte, e *runs.LedgerEntry) []byte {
 		b = append(b, `,"request_id":`...)
 		b = jsonw.AppendString(b, e.RequestID, true)
 	}
+	b = appendGit(b, e)
 	if e.Dropped != 0 {
 		b = append(b, `,"dropped":`...)
 		b = strconv.AppendInt(b, e.Dropped, 10)
 	}
 	return append(b, '}')
+}
+
+// appendGit adds a git request's repo, service and refs.
+func appendGit(b []byte, e *runs.LedgerEntry) []byte {
+	if e.Repo != "" {
+		b = append(b, `,"repo":`...)
+		b = jsonw.AppendString(b, e.Repo, true)
+	}
+	if e.Service != "" {
+		b = append(b, `,"service":`...)
+		b = jsonw.AppendString(b, e.Service, true)
+	}
+	if len(e.Refs) == 0 {
+		return b
+	}
+	b = append(b, `,"refs":[`...)
+	for i, r := range e.Refs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"ref":`...)
+		b = jsonw.AppendString(b, r.Ref, true)
+		b = append(b, `,"old":`...)
+		b = jsonw.AppendString(b, r.Old, true)
+		b = append(b, `,"new":`...)
+		b = jsonw.AppendString(b, r.New, true)
+		b = append(b, `,"outcome":`...)
+		b = jsonw.AppendString(b, r.Outcome, true)
+		if r.Refusal != "" {
+			b = append(b, `,"refusal":`...)
+			b = jsonw.AppendString(b, r.Refusal, true)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
 }
 
 // appendJSONFloat formats f as encoding/json does (ES6 number style).

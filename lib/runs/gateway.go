@@ -37,6 +37,12 @@ type LedgerEntry struct {
 	CostUSD          *float64 `json:"cost_usd,omitempty"` // when the model is priced
 	RequestID        string   `json:"request_id,omitempty"`
 
+	// A git request (Kind "git", docs/repos.md): the repo, the service
+	// (upload-pack, receive-pack) and, for a push, each ref's end.
+	Repo    string   `json:"repo,omitempty"`
+	Service string   `json:"service,omitempty"`
+	Refs    []GitRef `json:"refs,omitempty"`
+
 	// Dropped is set on the one line a ledger ends with when it reached its
 	// size bound (Kind "capped"): how many lines were counted, not written.
 	Dropped int64 `json:"dropped,omitempty"`
@@ -55,6 +61,16 @@ const (
 	RefuseBudgetSpent        = "budget_spent"
 	RefuseBadRequest         = "bad_request"
 )
+
+// GitRef is one ref a push asked to update and what became of it:
+// outcome "pushed", "gated", "refused" or "upstream_rejected".
+type GitRef struct {
+	Ref     string `json:"ref"`
+	Old     string `json:"old"`
+	New     string `json:"new"`
+	Outcome string `json:"outcome"`
+	Refusal string `json:"refusal,omitempty"`
+}
 
 // GatewaySummary is run.json's "gateway": what the run's gateway served
 // and refused.

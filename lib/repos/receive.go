@@ -1,0 +1,297 @@
+package repos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/fsx"
+	"github.com/roster-sh/roster/lib/runs"
+)
+
+// Outcomes of one pushed ref (the ledger's and run.json's).
+const (
+	Pushed           = "pushed"
+	Gated            = "gated"
+	Refused          = "refused"
+	UpstreamRejected = "upstream_rejected"
+)
+
+// PushResult is what one receive-pack request did.
+type PushResult struct {
+	Refs    []RefResult
+	Refusal string // the first refusal's kind ("" = none)
+}
+
+// RefResult is one ref command's end (the ledger's and run.json's form).
+type RefResult = runs.GitRef
+
+// ReceivePack serves a push (body decompressed) to repo name: the ref
+// rules first, on the commands alone (a refusal then runs no git at all
+// and takes in no object); then git receive-pack into its quarantine,
+// where roster's hook hands the updates to judge (fast-forwards, the
+// content rules, the upstream's own verdict) before any ref moves.
+func (s *Service) ReceivePack(ctx context.Context, name string, body io.Reader, w io.Writer) (*PushResult, error) {
+	r, err := s.Grant(name)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := s.servedDir(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	br := bufReader(body)
+	p, err := ReadPush(br)
+	if err != nil {
+		return nil, err
+	}
+	res := &PushResult{}
+	if vs := s.preJudge(r, p); vs != nil {
+		res.set(vs, Refused)
+		return res, writeReport(w, p, vs, nil)
+	}
+	defer s.lock(r.Name)()
+	unlock, err := s.flock(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	j := &judgeRun{s: s, r: r, dir: dir, push: p}
+	if err := s.receive(ctx, j, p, br, w); err != nil {
+		return nil, err
+	}
+	if j.verdicts == nil { // git ended before its hook ran (a bad pack, over max_push)
+		res.set(JudgeRefs(Policy{}, p.Commands, nil), Refused)
+		res.Refusal = "bad_pack"
+		return res, nil
+	}
+	outcome := Pushed
+	if !j.ok {
+		outcome = Refused
+		if j.upstream {
+			outcome = UpstreamRejected
+		}
+	}
+	res.set(j.verdicts, outcome)
+	if j.ok {
+		s.recordOwn(r, p.Commands)
+	}
+	return res, nil
+}
+
+func (res *PushResult) set(vs []Verdict, outcome string) {
+	for _, v := range vs {
+		o := outcome
+		switch {
+		case !v.OK():
+			o = Refused
+			if outcome == UpstreamRejected {
+				o = UpstreamRejected
+			}
+		case v.Gate:
+			o = Gated
+		}
+		if res.Refusal == "" && v.Kind != "" && v.Kind != RefuseAtomic {
+			res.Refusal = v.Kind
+		}
+		res.Refs = append(res.Refs, RefResult{Ref: v.Ref, Old: v.Old, New: v.New, Outcome: o, Refusal: v.Kind})
+	}
+}
+
+// preJudge judges what the commands alone decide: a push certificate, a
+// shallow push, the ref rules but fast-forwards. nil: none refused.
+func (s *Service) preJudge(r config.Repo, p *Push) []Verdict {
+	all := func(kind, reason string) []Verdict {
+		vs := make([]Verdict, len(p.Commands))
+		for i, c := range p.Commands {
+			vs[i] = Verdict{Command: c, Kind: kind, Reason: reason}
+		}
+		return vs
+	}
+	switch {
+	case p.Cert:
+		return []Verdict{{Command: Command{Ref: "push-cert"}, Kind: RefusePushCert, Reason: "signed pushes are refused (sign commits instead)"}}
+	case p.Shallow:
+		return all(RefuseShallow, "a push from a shallow clone is refused: fetch --unshallow first")
+	}
+	vs := JudgeRefs(s.policy(r), p.Commands, func(string, string) bool { return true })
+	for _, v := range vs {
+		if !v.OK() {
+			return vs
+		}
+	}
+	return nil
+}
+
+// policy is r's ref policy for this worker.
+func (s *Service) policy(r config.Repo) Policy {
+	own := s.readOwn(r)
+	return Policy{Push: r.Push, Protect: r.Protect, Force: r.Force, Gate: r.Host(),
+		Own: func(b string) bool { return own[b] }}
+}
+
+// flock holds data/workers/W/repos/NAME.lock: one push at a time per repo
+// and worker, across its runs.
+func (s *Service) flock(ctx context.Context, r config.Repo) (func(), error) {
+	l, err := fsx.LockPath(ctx, filepath.Join(s.Dir, r.Name+".lock"), false, fsx.Forever)
+	if err != nil {
+		return nil, err
+	}
+	return func() { l.Unlock() }, nil
+}
+
+// receive runs git receive-pack on the request (its commands as read,
+// then the rest of the body) with the judge on a socket pair.
+func (s *Service) receive(ctx context.Context, j *judgeRun, p *Push, rest io.Reader, w io.Writer) error {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "judge"), os.NewFile(uintptr(fds[1]), "judge-hook")
+	defer ours.Close()
+	conn, err := net.FileConn(ours)
+	if err != nil {
+		theirs.Close()
+		return err
+	}
+	defer conn.Close()
+	extra := []string{
+		"-c", "receive.maxInputSize=" + strconv.FormatInt(j.r.MaxPush, 10),
+		"-c", "receive.denyDeletes=" + strconv.FormatBool(!hasDelete(p.Commands)),
+		"-c", "receive.denyNonFastForwards=false", // the judge decides (force on own branches)
+		"-c", "receive.denyCurrentBranch=refuse",
+		"-c", "receive.certNonceSeed=",
+		"-c", "receive.advertisePushOptions=false",
+		"-c", "receive.unpackLimit=1", // always a kept pack in the quarantine: nothing loose to chase
+	}
+	cmd := s.Git.Cmd(ctx, j.dir, extra, []string{JudgeFDEnv + "=3"}, "receive-pack", "--stateless-rpc", j.dir)
+	var stderr bytes.Buffer
+	cmd.Stdin = io.MultiReader(bytes.NewReader(p.Raw), rest)
+	cmd.Stdout, cmd.Stderr = w, &stderr
+	cmd.ExtraFiles = []*os.File{theirs}
+	if err := cmd.Start(); err != nil {
+		theirs.Close()
+		return err
+	}
+	theirs.Close()
+	done := make(chan struct{})
+	go func() { defer close(done); j.serve(ctx, conn) }()
+	err = cmd.Wait()
+	conn.Close()
+	<-done
+	if err != nil && j.verdicts == nil {
+		return fmt.Errorf("receive-pack: %v: %s", err, clip(stderr.String(), 400))
+	}
+	return nil
+}
+
+func hasDelete(cmds []Command) bool {
+	for _, c := range cmds {
+		if c.Delete() {
+			return true
+		}
+	}
+	return false
+}
+
+// judgeRun is one push's judge, answering its hook once.
+type judgeRun struct {
+	s        *Service
+	r        config.Repo
+	dir      string
+	push     *Push
+	verdicts []Verdict
+	ok       bool
+	upstream bool // the upstream refused it
+}
+
+func (j *judgeRun) serve(ctx context.Context, conn net.Conn) {
+	var req hookRequest
+	if err := json.NewDecoder(conn).Decode(&req); err != nil {
+		return // git ended before its hook ran
+	}
+	ans := j.judge(ctx, req)
+	_ = json.NewEncoder(conn).Encode(ans)
+}
+
+// judge is the verdict on a push whose objects are in git's quarantine.
+func (j *judgeRun) judge(ctx context.Context, req hookRequest) hookAnswer {
+	qenv, err := j.quarantine(req.Env)
+	if err != nil || !sameCommands(req.Commands, j.push.Commands) {
+		j.verdicts = JudgeRefs(Policy{ReadOnly: true}, j.push.Commands, nil)
+		return hookAnswer{Lines: []string{"bad_request: the hook's view of the push does not match the request"}}
+	}
+	ff := func(old, new string) bool {
+		_, err := j.s.Git.Run(ctx, j.dir, qenv, "merge-base", "--is-ancestor", old, new)
+		return err == nil
+	}
+	j.verdicts = JudgeRefs(j.s.policy(j.r), req.Commands, ff)
+	if lines := refusedLines(j.verdicts); lines != nil {
+		return hookAnswer{Lines: lines}
+	}
+	if kind, msg := j.s.checkContent(ctx, j.r, j.dir, qenv, req.Commands); kind != "" {
+		for i := range j.verdicts {
+			j.verdicts[i].Kind, j.verdicts[i].Reason = kind, msg
+		}
+		return hookAnswer{Lines: []string{kind + ": " + msg}}
+	}
+	if !j.r.Host() {
+		if msg, err := j.s.pushUpstream(ctx, j.r, j.dir, qenv, req.Commands); err != nil {
+			j.upstream = true
+			for i := range j.verdicts {
+				j.verdicts[i].Kind, j.verdicts[i].Reason = RefuseUpstream, msg
+			}
+			return hookAnswer{Lines: []string{RefuseUpstream + ": the upstream refused the push: " + msg}}
+		}
+	}
+	j.ok = true
+	return hookAnswer{OK: true}
+}
+
+// quarantine checks the hook's quarantine paths (inside the repo's
+// objects folder, as git makes them) and returns them as an environment.
+func (j *judgeRun) quarantine(env map[string]string) ([]string, error) {
+	objects := filepath.Join(j.dir, "objects") + "/"
+	q := env["GIT_QUARANTINE_PATH"]
+	if q == "" || !strings.HasPrefix(filepath.Clean(q)+"/", objects) || filepath.Clean(env["GIT_OBJECT_DIRECTORY"]) != filepath.Clean(q) {
+		return nil, errors.New("no quarantine")
+	}
+	return []string{"GIT_OBJECT_DIRECTORY=" + q, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(j.dir, "objects"), "GIT_QUARANTINE_PATH=" + q}, nil
+}
+
+func sameCommands(a, b []Command) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[Command]int{}
+	for _, c := range a {
+		seen[c]++
+	}
+	for _, c := range b {
+		if seen[c] == 0 {
+			return false
+		}
+		seen[c]--
+	}
+	return true
+}
+
+func refusedLines(vs []Verdict) []string {
+	var lines []string
+	for _, v := range vs {
+		if !v.OK() && v.Kind != RefuseAtomic {
+			lines = append(lines, v.Kind+": "+strings.TrimPrefix(v.Ref, "refs/heads/")+": "+v.Reason)
+		}
+	}
+	return lines
+}
