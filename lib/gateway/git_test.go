@@ -1,13 +1,18 @@
 package gateway
 
 import (
+	"encoding/hex"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/repos"
+	"github.com/roster-sh/roster/lib/runs"
 	"github.com/roster-sh/roster/lib/repos/gittest"
 )
 
@@ -95,4 +100,249 @@ func TestGitCloneAndPushABranch(t *testing.T) {
 		last.Refs[0].Outcome != repos.Pushed || last.Refs[0].New != head {
 		t.Fatalf("ledger: %+v", last)
 	}
+}
+
+// mirror is the gateway's copy of the remote.
+func (g *gitRig) mirror() string { return filepath.Join(g.svc.Dir, "app.git") }
+
+// refusedPush pushes args from work, expects git to fail printing want,
+// and the remote and the mirror to be unchanged (no ref moved, no object
+// taken in).
+func (g *gitRig) refusedPush(t *testing.T, work, want string, args ...string) {
+	t.Helper()
+	remoteRefs, remoteObjs := gittest.Git(t, g.bare, "for-each-ref"), gittest.Objects(t, g.bare)
+	mirrorObjs := gittest.Objects(t, g.mirror())
+	out, ok := push(t, work, args...)
+	if ok || !strings.Contains(out, want) {
+		t.Fatalf("push %v: ok=%v, want a refusal printing %q:\n%s", args, ok, want, out)
+	}
+	if got := gittest.Git(t, g.bare, "for-each-ref"); got != remoteRefs {
+		t.Fatalf("the remote's refs moved:\n%s\nwas\n%s", got, remoteRefs)
+	}
+	if got := gittest.Objects(t, g.bare); got != remoteObjs {
+		t.Fatal("the remote took in objects")
+	}
+	if got := gittest.Objects(t, g.mirror()); got != mirrorObjs {
+		t.Fatalf("the mirror kept objects of a refused push:\n%s\nwas\n%s", got, mirrorObjs)
+	}
+}
+
+func TestGitRefRules(t *testing.T) {
+	g := newGitRig(t, nil)
+	work := g.clone(t)
+	commitFile(t, work, "a.txt", "a\n")
+	g.refusedPush(t, work, "roster: ref_protected: main is protected", "origin", "HEAD:main")
+	g.refusedPush(t, work, "roster: ref_not_granted", "origin", "HEAD:feature")
+	g.refusedPush(t, work, "roster: ref_not_granted", "origin", "HEAD:roster/kreacher/x")
+	gittest.Git(t, work, "tag", "v1")
+	g.refusedPush(t, work, "roster: ref_kind", "origin", "v1")
+	g.refusedPush(t, work, "roster: ref_kind", "origin", "HEAD:refs/notes/commits")
+	// All or nothing: an allowed ref beside a refused one lands neither.
+	g.refusedPush(t, work, "roster: atomic", "origin", "HEAD:roster/dobby/ok", "HEAD:main")
+
+	// Force: only on a branch this worker created through roster.
+	if out, ok := push(t, work, "origin", "HEAD:roster/dobby/mine"); !ok {
+		t.Fatal(out)
+	}
+	gittest.Git(t, work, "commit", "-q", "--amend", "-m", "rewritten")
+	if out, ok := push(t, work, "--force", "origin", "HEAD:roster/dobby/mine"); !ok {
+		t.Fatalf("force on the worker's own branch: %s", out)
+	}
+	// A branch of the same pattern someone else made (on the remote).
+	gittest.Git(t, g.bare, "branch", "roster/dobby/theirs", "main")
+	orphan := gittest.Git(t, work, "commit-tree", "HEAD^{tree}", "-m", "orphan")
+	g.refusedPush(t, work, "roster: force_refused", "--force", "origin", orphan+":refs/heads/roster/dobby/theirs")
+	// Deletes: its own branch yes, another's no.
+	g.refusedPush(t, work, "roster: delete_refused", "origin", ":roster/dobby/theirs")
+	if out, ok := push(t, work, "origin", ":roster/dobby/mine"); !ok {
+		t.Fatalf("delete of its own branch: %s", out)
+	}
+	if out, _ := gittest.Cmd(g.bare, "rev-parse", "--verify", "-q", "refs/heads/roster/dobby/mine").Output(); len(out) != 0 {
+		t.Fatal("the delete did not reach the remote")
+	}
+	var atomic *runs.LedgerEntry
+	for _, e := range g.lines() {
+		if len(e.Refs) == 2 {
+			atomic = &e
+		}
+	}
+	kinds := map[string]string{}
+	if atomic != nil {
+		for _, r := range atomic.Refs {
+			if r.Outcome == repos.Refused {
+				kinds[r.Ref] = r.Refusal
+			}
+		}
+	}
+	if atomic == nil || atomic.Decision != "refused" || atomic.Refusal != repos.RefuseRefProtected ||
+		kinds["refs/heads/main"] != repos.RefuseRefProtected || kinds["refs/heads/roster/dobby/ok"] != repos.RefuseAtomic {
+		t.Fatalf("ledger of the all-or-nothing push: %+v", atomic)
+	}
+}
+
+func TestGitContentRules(t *testing.T) {
+	g := newGitRig(t, func(r *config.Repo) { r.MaxBlob = 1 << 20 })
+	for _, c := range []struct {
+		name, want string
+		make       func(work string)
+	}{
+		{"secret", "roster: secret: leak.txt holds a credential (the one repo app (env:GITHUB_TOKEN) gives)", func(w string) {
+			commitFile(t, w, "leak.txt", "token = "+gitToken+"\n")
+		}},
+		{"gitmodules", "roster: gitmodules", func(w string) {
+			commitFile(t, w, ".gitmodules", "[submodule \"x\"]\n\tpath = x\n\turl = https://example.invalid/x\n")
+		}},
+		{"gitlink", "roster: gitlink", func(w string) {
+			gittest.Git(t, w, "update-index", "--add", "--cacheinfo", "160000,"+strings.Repeat("1", 40)+",sub")
+			gittest.Git(t, w, "commit", "-q", "-m", "gitlink")
+		}},
+		{"symlink", "roster: symlink_escape", func(w string) {
+			os.Symlink("../../etc/passwd", filepath.Join(w, "link"))
+			gittest.Git(t, w, "add", "link")
+			gittest.Git(t, w, "commit", "-q", "-m", "link")
+		}},
+		{"ci", "roster: ci_file: .github/workflows/x.yml", func(w string) {
+			commitFile(t, w, ".github/workflows/x.yml", "on: push\n")
+		}},
+		{"blob", "roster: blob_too_large: big.bin", func(w string) {
+			commitFile(t, w, "big.bin", strings.Repeat("x", 2<<20))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			work := g.clone(t)
+			gittest.Git(t, work, "checkout", "-q", "-b", "roster/dobby/"+c.name)
+			c.make(work)
+			g.refusedPush(t, work, c.want, "origin", "roster/dobby/"+c.name)
+			if c.name == "secret" {
+				data, _ := os.ReadFile(g.ledger)
+				if strings.Contains(string(data), gitToken) {
+					t.Fatal("the ledger holds the token")
+				}
+			}
+		})
+	}
+	// An inside symlink and a CI file with ci = true are fine.
+	work := g.clone(t)
+	gittest.Git(t, work, "checkout", "-q", "-b", "roster/dobby/ok")
+	os.Symlink("README", filepath.Join(work, "readme-link"))
+	commitFile(t, work, "docs/x.txt", "x\n")
+	if out, ok := push(t, work, "origin", "roster/dobby/ok"); !ok {
+		t.Fatalf("an inside symlink: %s", out)
+	}
+}
+
+// TestGitBigPushAndFetch: a push of a few MiB (git sends it chunked) and
+// a fetch of it back (gzip-compressed negotiation) through the gateway.
+func TestGitBigPushAndFetch(t *testing.T) {
+	g := newGitRig(t, nil)
+	work := g.clone(t)
+	gittest.Git(t, work, "checkout", "-q", "-b", "roster/dobby/big")
+	var b strings.Builder
+	for i := 0; b.Len() < 3<<20; i++ {
+		b.WriteString(strings.Repeat(string(rune('a'+i%26)), 61) + "\n")
+		if i%7 == 0 {
+			b.WriteString(gitToken[:i%20] + "\n") // noise, never the whole token
+		}
+	}
+	commitFile(t, work, "big.txt", b.String()+randomText(t, 2<<20))
+	head := gittest.Git(t, work, "rev-parse", "HEAD")
+	if out, ok := push(t, work, "origin", "roster/dobby/big"); !ok {
+		t.Fatalf("a 3 MiB push: %s", out)
+	}
+	if got := gittest.Git(t, g.bare, "rev-parse", "roster/dobby/big"); got != head {
+		t.Fatal("the big push did not land")
+	}
+	other := filepath.Join(t.TempDir(), "o")
+	gittest.Git(t, "", "clone", "-q", "-b", "roster/dobby/big", g.url, other)
+	if got := gittest.Git(t, other, "rev-parse", "HEAD"); got != head {
+		t.Fatal("the clone of the big branch differs")
+	}
+	// Protocol v0 too.
+	v0 := filepath.Join(t.TempDir(), "v0")
+	gittest.Git(t, "", "-c", "protocol.version=0", "clone", "-q", g.url, v0)
+}
+
+func randomText(t *testing.T, n int) string {
+	f, err := os.Open("/dev/urandom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, n/2)
+	io.ReadFull(f, buf)
+	return hex.EncodeToString(buf)
+}
+
+// TestGitUpstreamRejects: the upstream's own verdict decides; a refusal
+// there leaves the box's push failed with the upstream's words.
+func TestGitUpstreamRejects(t *testing.T) {
+	g := newGitRig(t, nil)
+	work := g.clone(t)
+	hook := filepath.Join(g.bare, "hooks", "pre-receive")
+	os.WriteFile(hook, []byte("#!/bin/sh\necho 'upstream says: no pushes today' >&2\nexit 1\n"), 0o755)
+	commitFile(t, work, "b.txt", "b\n")
+	g.refusedPush(t, work, "upstream_rejected", "origin", "HEAD:roster/dobby/up")
+	out, _ := push(t, work, "origin", "HEAD:roster/dobby/up")
+	if !strings.Contains(out, "no pushes today") {
+		t.Fatalf("the upstream's words are not passed on:\n%s", out)
+	}
+	os.Remove(hook)
+	// A wrong token: the advertisement's refresh fails (the box sees 502).
+	g.remote.SetToken("another-token")
+	out, ok := push(t, work, "origin", "HEAD:roster/dobby/up")
+	if ok || !strings.Contains(out, "roster: upstream_rejected") || strings.Contains(out, gitToken) {
+		t.Fatalf("wrong token: ok=%v\n%s", ok, out)
+	}
+	data, _ := os.ReadFile(g.ledger)
+	if strings.Contains(string(data), gitToken) {
+		t.Fatal("the ledger holds the token")
+	}
+}
+
+func TestGitRouteRefusals(t *testing.T) {
+	g := newGitRig(t, nil)
+	base := strings.TrimSuffix(g.url, "/app")
+	for _, c := range []struct{ method, path, kind string }{
+		{"GET", "/other/info/refs?service=git-upload-pack", repos.RefuseRepoNotGranted},
+		{"GET", "/app/info/refs?service=git-upload-archive", "bad_request"},
+		{"GET", "/app/HEAD", "bad_request"},
+		{"GET", "/app/git-upload-pack", "bad_request"},
+		{"POST", "/app/git-receive-pack", "bad_request"}, // an empty body
+	} {
+		req, _ := http.NewRequest(c.method, base+c.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.Header.Get("X-Roster-Refusal") != c.kind || !strings.Contains(string(body), "roster: "+c.kind) {
+			t.Errorf("%s %s: %d %q %s", c.method, c.path, resp.StatusCode, resp.Header.Get("X-Roster-Refusal"), body)
+		}
+	}
+	// Garbage and truncated pkt-lines leave the gateway serving and the
+	// mirror unchanged.
+	g.clone(t)
+	objs := gittest.Objects(t, g.mirror())
+	for _, body := range []string{"garbage", "00", "0032" + strings.Repeat("0", 40), "ffff" + strings.Repeat("x", 100)} {
+		resp, err := http.Post(base+"/app/git-receive-pack", "application/x-git-receive-pack-request", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%q: %d", body, resp.StatusCode)
+		}
+	}
+	// git's probe before a chunked push: a flush alone, answered with nothing.
+	resp, err := http.Post(base+"/app/git-receive-pack", "application/x-git-receive-pack-request", strings.NewReader("0000"))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the probe: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if gittest.Objects(t, g.mirror()) != objs {
+		t.Fatal("garbage changed the mirror")
+	}
+	g.clone(t) // still serving
 }

@@ -131,8 +131,9 @@ func ReadPush(r *bufio.Reader) (*Push, error) {
 		}
 		p.Commands = append(p.Commands, c)
 	}
-	if len(p.Commands) == 0 {
-		return nil, fmt.Errorf("%w: a push with no ref update", ErrPkt)
+	if len(p.Commands) == 0 { // git's probe before a chunked push: a flush alone
+		p.Raw = raw.Bytes()
+		return p, nil
 	}
 	if p.Has("push-options") {
 		for {

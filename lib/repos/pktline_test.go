@@ -50,7 +50,6 @@ func TestReadPushRefuses(t *testing.T) {
 		"short":      []byte("0032" + z),
 		"not hex":    []byte("zzzz"),
 		"special":    []byte("0001"),
-		"no command": pushBody(""),
 		"bad id":     pushBody("xyz "+a1+" refs/heads/x\x00\n", ""),
 		"mixed ids":  pushBody(z+" "+a1+"11111111111111111111111111 refs/heads/x\n", ""),
 		"no ref":     pushBody(z+" "+a1+" \n", ""),
@@ -59,6 +58,9 @@ func TestReadPushRefuses(t *testing.T) {
 		if _, err := ReadPush(bufio.NewReader(bytes.NewReader(body))); !errors.Is(err, ErrPkt) {
 			t.Errorf("%s: %v, want ErrPkt", name, err)
 		}
+	}
+	if p, err := ReadPush(bufio.NewReader(bytes.NewReader(Flush))); err != nil || len(p.Commands) != 0 {
+		t.Fatalf("the probe (a flush alone): %+v %v", p, err)
 	}
 	p, err := ReadPush(bufio.NewReader(bytes.NewReader(pushBody("push-cert\x00report-status\n", "certificate version 0.1\n"))))
 	if err != nil || !p.Cert {

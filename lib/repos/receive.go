@@ -56,6 +56,9 @@ func (s *Service) ReceivePack(ctx context.Context, name string, body io.Reader, 
 		return nil, err
 	}
 	res := &PushResult{}
+	if len(p.Commands) == 0 && !p.Cert {
+		return res, nil // git's probe before a chunked push: nothing to answer
+	}
 	if vs := s.preJudge(r, p); vs != nil {
 		res.set(vs, Refused)
 		return res, writeReport(w, p, vs, nil)
@@ -195,6 +198,15 @@ func (s *Service) receive(ctx context.Context, j *judgeRun, p *Push, rest io.Rea
 	return nil
 }
 
+func onlyDeletes(cmds []Command) bool {
+	for _, c := range cmds {
+		if !c.Delete() {
+			return false
+		}
+	}
+	return true
+}
+
 func hasDelete(cmds []Command) bool {
 	for _, c := range cmds {
 		if c.Delete() {
@@ -263,6 +275,9 @@ func (j *judgeRun) judge(ctx context.Context, req hookRequest) hookAnswer {
 func (j *judgeRun) quarantine(env map[string]string) ([]string, error) {
 	objects := filepath.Join(j.dir, "objects") + "/"
 	q := env["GIT_QUARANTINE_PATH"]
+	if q == "" && onlyDeletes(j.push.Commands) {
+		return []string{}, nil // no pack, no quarantine: nothing new to read
+	}
 	if q == "" || !strings.HasPrefix(filepath.Clean(q)+"/", objects) || filepath.Clean(env["GIT_OBJECT_DIRECTORY"]) != filepath.Clean(q) {
 		return nil, errors.New("no quarantine")
 	}

@@ -34,16 +34,20 @@ func (s *Service) pushUpstream(ctx context.Context, r config.Repo, dir string, q
 			args = append(args, c.New+":"+c.Ref)
 		}
 	}
-	out, err := s.Git.Run(ctx, dir, append(env, qenv...), args...)
+	cmd := s.Git.Cmd(ctx, dir, nil, append(env, qenv...), args...)
+	var out, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	err = cmd.Run()
 	if err == nil {
 		return "", nil
 	}
-	msg := upstreamWords(string(out), err.Error())
+	msg := upstreamWords(out.String(), stderr.String())
 	return s.scrub(r, fmt.Errorf("%s", msg)).Error(), err
 }
 
 // upstreamWords picks what the upstream said from push --porcelain's
-// output ("!\tSRC:DST\t[remote rejected] (reason)") and git's error.
+// output ("!\tSRC:DST\t[remote rejected] (reason)") and its stderr (the
+// upstream's own "remote:" lines, git's "fatal:").
 func upstreamWords(out, errText string) string {
 	var said []string
 	for _, l := range strings.Split(out, "\n") {
@@ -56,7 +60,7 @@ func upstreamWords(out, errText string) string {
 	}
 	for _, l := range strings.Split(errText, "\n") {
 		l = strings.TrimSpace(l)
-		if strings.HasPrefix(l, "remote:") || strings.HasPrefix(l, "fatal:") || strings.Contains(l, "error: ") {
+		if strings.HasPrefix(l, "remote:") || strings.HasPrefix(l, "fatal:") {
 			said = append(said, l)
 		}
 	}
