@@ -12,8 +12,8 @@ import (
 
 	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/repos"
-	"github.com/roster-sh/roster/lib/runs"
 	"github.com/roster-sh/roster/lib/repos/gittest"
+	"github.com/roster-sh/roster/lib/runs"
 )
 
 const gitToken = "ghp_rosterTestToken0123456789abcdef"

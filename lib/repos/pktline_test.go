@@ -45,15 +45,15 @@ func TestReadPush(t *testing.T) {
 
 func TestReadPushRefuses(t *testing.T) {
 	for name, body := range map[string][]byte{
-		"empty":      nil,
-		"truncated":  []byte("00"),
-		"short":      []byte("0032" + z),
-		"not hex":    []byte("zzzz"),
-		"special":    []byte("0001"),
-		"bad id":     pushBody("xyz "+a1+" refs/heads/x\x00\n", ""),
-		"mixed ids":  pushBody(z+" "+a1+"11111111111111111111111111 refs/heads/x\n", ""),
-		"no ref":     pushBody(z+" "+a1+" \n", ""),
-		"no flush":   pushBody(z + " " + a1 + " refs/heads/x\n"),
+		"empty":     nil,
+		"truncated": []byte("00"),
+		"short":     []byte("0032" + z),
+		"not hex":   []byte("zzzz"),
+		"special":   []byte("0001"),
+		"bad id":    pushBody("xyz "+a1+" refs/heads/x\x00\n", ""),
+		"mixed ids": pushBody(z+" "+a1+"11111111111111111111111111 refs/heads/x\n", ""),
+		"no ref":    pushBody(z+" "+a1+" \n", ""),
+		"no flush":  pushBody(z + " " + a1 + " refs/heads/x\n"),
 	} {
 		if _, err := ReadPush(bufio.NewReader(bytes.NewReader(body))); !errors.Is(err, ErrPkt) {
 			t.Errorf("%s: %v, want ErrPkt", name, err)
