@@ -13,7 +13,9 @@ import (
 	"github.com/opencontainers/runc/libcontainer"
 	_ "github.com/opencontainers/runc/libcontainer/nsenter"
 
+	"github.com/roster-sh/roster/lib/box"
 	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/repos"
 )
 
 // started is when the main package was initialised (ROSTER_BOX_TRACE's
@@ -40,5 +42,10 @@ type CLI struct {
 }
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == box.GitHookCommand && os.Args[2] == "pre-receive" {
+		// roster's pre-receive hook, run by the gateway's git receive-pack
+		// (lib/repos): not a command for people, so not in the grammar.
+		os.Exit(repos.HookMain(os.Stdin, os.Stderr))
+	}
 	os.Exit(cli.Main("roster-box", &CLI{}, os.Args[1:]))
 }

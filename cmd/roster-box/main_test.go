@@ -25,7 +25,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv("ROSTER_BOX_AS_MAIN") == "1" {
+	if os.Getenv("ROSTER_BOX_AS_MAIN") == "1" || len(os.Args) == 3 && os.Args[1] == box.GitHookCommand {
 		main()
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/tms"
 )
 
@@ -20,6 +21,7 @@ type BriefingInput struct {
 	Schedule *tms.File // the partition as the box will see it; nil if unread
 	Channel  string    // "" = no channel store
 	Clean    bool      // an ad-hoc --clean run: role and how-to only
+	Repos    []config.Repo
 	Now      time.Time
 }
 
@@ -143,11 +145,56 @@ func guidance(in BriefingInput, add func(part, source, why, text string)) {
 				": material for this room and its people, kept between its runs. Keep what is about this room there, "+
 				"and what is about you or your work in `~/store`.\n")
 	}
+	if len(in.Repos) > 0 {
+		add("repos", "workers/"+in.Worker+".toml: [[repo]]", "the git repositories this worker may fetch and push", reposBriefing(in.Repos))
+	}
 	add("locks", "roster", "several boxes and the host share the store",
 		"## Locks\n\n"+
 			"`roster-lock NAME -- COMMAND` runs COMMAND holding the named lock in `~/store/.locks` (exit 11 when busy with `--nonblock`). "+
 			"Take one around any multi-file change another run of yours could make at the same time. "+
 			"The whole-store lock is `store`: take it `--shared` for a consistent multi-file update; snapshots take it exclusively.\n")
+}
+
+// reposBriefing tells the worker which repos it has, what it may push and
+// what is protected (docs/repos.md, "In the box").
+func reposBriefing(rs []config.Repo) string {
+	var b strings.Builder
+	b.WriteString("## Git repositories\n\n")
+	b.WriteString("Git reaches these through the gateway; your box holds no credential for any of them, and none is needed: " +
+		"clone by the URL below and git's config (`$GIT_CONFIG_GLOBAL`) sends it through the gateway. " +
+		"Every push is checked on the host before anything leaves: a refused push fails with the reason, printed by git itself " +
+		"(`roster: KIND: ...`). Pushes are all-or-nothing.\n\n")
+	for _, r := range rs {
+		url := r.Remote
+		if r.Host() {
+			url = BoxGatewayURL + "/git/" + r.Name
+		}
+		fmt.Fprintf(&b, "- **%s**: `git clone %s`. You may push branches matching %s", r.Name, url, backticks(r.Push))
+		fmt.Fprintf(&b, "; %s are protected (never pushed directly", backticks(r.Protect))
+		if r.Host() {
+			b.WriteString(": push to a branch of yours and ask for review")
+		}
+		b.WriteString(")")
+		if r.Force == "never" {
+			b.WriteString("; no force-push on any branch")
+		} else {
+			b.WriteString("; force-push and delete only branches you created")
+		}
+		if !r.CI {
+			b.WriteString("; CI configuration (.github/workflows/ and the like) may not be changed")
+		}
+		fmt.Fprintf(&b, ". No submodules, no symlinks out of the tree, no tags; blobs up to %s, a push up to %s; a push holding a credential is refused.\n",
+			config.FormatSize(r.MaxBlob), config.FormatSize(r.MaxPush))
+	}
+	return b.String()
+}
+
+func backticks(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = "`" + x + "`"
+	}
+	return strings.Join(q, ", ")
 }
 
 // scheduleDigest lists the partition's open tasks and templates briefly.

@@ -139,6 +139,9 @@ func boxEnv(s *Spec) []string {
 	if s.Network == "gateway" {
 		env = append(env, gatewayEnv()...)
 	}
+	if len(s.GitConfig) > 0 {
+		env = append(env, "GIT_CONFIG_GLOBAL="+BoxGitConfig, "GIT_TERMINAL_PROMPT=0")
+	}
 	return append(env, s.Env...)
 }
 

@@ -35,6 +35,11 @@ func runGateway(h home.Home, spec *config.Worker, org *config.Org, s *Spec, task
 	}
 	make := func() (Gateway, error) {
 		cfg.Run, cfg.Ledger = s.Run, runs.GatewayLedger(s.RunDir) // the run's final id
+		git, err := runGit(h, spec, org, sources, granted)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Git = git
 		if cfg.Budget != nil {
 			tokens, usd, err := runs.SpentToday(h, spec.Name, now, org.Zone())
 			if err != nil {
@@ -74,6 +79,9 @@ func (s *served) Report(rec *runs.Record, ev *runs.Evidence) {
 	rec.Cost.InputTokens, rec.Cost.OutputTokens = u.InputTokens, u.OutputTokens
 	rec.Cost.CacheReadTokens, rec.Cost.CacheWriteTokens = u.CacheReadTokens, u.CacheWriteTokens
 	rec.Cost.USD = u.USD
+	if p := s.g.Pushes(); len(p) > 0 {
+		rec.Git = &runs.GitRecord{Pushes: p}
+	}
 	if sum.Refused > 0 {
 		ev.GatewayRefused = sum.Refused
 		ev.GatewayRefusals = refusalKinds(sum.Refusals)

@@ -104,6 +104,7 @@ func Prepare(ctx context.Context, r Request) (*Supervision, error) {
 		var genv []string
 		sup.Gateway, genv = runGateway(h, spec, org, s, sup.Task, time.Now())
 		s.Env = append(s.Env, genv...)
+		s.GitConfig = GitConfig(spec)
 	}
 	if spec.Agent != "" && len(r.Command) == 0 {
 		if sup.Agent, err = prepareAgent(spec, org, s); err != nil {
@@ -132,7 +133,7 @@ func Prepare(ctx context.Context, r Request) (*Supervision, error) {
 			s.Tools[t] = p
 		}
 	}
-	sup.Briefing = BriefingInput{Worker: r.Worker, Role: spec.Role, Run: run, Task: sup.Task, Channel: channel, Clean: r.Clean, Now: time.Now()}
+	sup.Briefing = BriefingInput{Worker: r.Worker, Role: spec.Role, Run: run, Task: sup.Task, Channel: channel, Clean: r.Clean, Repos: spec.Repos, Now: time.Now()}
 	if !r.Clean {
 		if f, err := part.Read(ctx); err == nil {
 			sup.Briefing.Schedule = f

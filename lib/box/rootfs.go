@@ -109,6 +109,11 @@ func makeScratch(s *Spec, briefing []byte) (etc, self string, err error) {
 	if err := os.Symlink("view/schedule.json", filepath.Join(self, "schedule.json")); err != nil {
 		return "", "", err
 	}
+	if len(s.GitConfig) > 0 {
+		if err := os.WriteFile(filepath.Join(self, "gitconfig"), s.GitConfig, 0o644); err != nil {
+			return "", "", err
+		}
+	}
 	return etc, self, nil // a crash leaves it to reap or a reboot: nothing here needs to survive one
 }
 

@@ -24,6 +24,7 @@ type Spec struct {
 	CPUs   float64 // cores; 0 = no limit
 
 	Connections []Connection
+	GitConfig   []byte // the box's git config for its [[repo]] grants, at BoxGitConfig ("" = none)
 
 	// Host paths.
 	Store        string            // data/workers/W/store

@@ -495,3 +495,34 @@ func ValidProviderName(s string) bool {
 	}
 	return s[0] != '-' && s[0] != '_'
 }
+
+// LookupNamed tries sources in order for a credential that is not a model
+// provider's (a [[repo]]'s token): vault:NAME is the vault's file NAME,
+// env: and file: as for a provider. name says whose it is in errors.
+func LookupNamed(name string, sources []string, c Creds, now time.Time) (Credential, error) {
+	var tried []string
+	for _, src := range sources {
+		p, s := Provider{Name: name}, src
+		if v, ok := strings.CutPrefix(src, "vault:"); ok {
+			p.Name, s = v, "vault"
+		}
+		if s == "pi" || s == "vault" && p.Name == name {
+			return Credential{}, fmt.Errorf("%s: credential source %q: want vault:NAME, env:NAME or file:PATH: %w", name, src, errs.ErrUsage)
+		}
+		cr, err := lookupSource(p, c, s, now)
+		switch {
+		case err == nil:
+			cr.Source, cr.OAuth = src, false
+			return cr, nil
+		case errors.Is(err, ErrNoCredential):
+			tried = append(tried, src)
+		default:
+			return Credential{}, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	if len(sources) == 0 {
+		return Credential{}, fmt.Errorf("%s: no credential sources configured: %w", name, ErrNoCredential)
+	}
+	return Credential{}, errs.WithHint(fmt.Errorf("%s: no credential in %s: %w", name, strings.Join(tried, ", "), ErrNoCredential),
+		"put one in the vault (`roster key put NAME` reads it from stdin) or set the variable for the dispatcher")
+}

@@ -120,6 +120,7 @@ type Gateway struct {
 	usage    Usage
 	usd      float64 // priced spend of this run
 	unpriced int     // calls with tokens but no price
+	pushes   []runs.GitRef
 }
 
 // New validates cfg (an unknown granted provider or a bad allow entry is an
@@ -241,6 +242,14 @@ func (g *Gateway) Close() error {
 	g.model.close()
 	g.egress.close()
 	return g.ledger.close()
+}
+
+// Pushes are the refs the run's git pushes asked to update, in order,
+// with their outcomes (run.json's git.pushes).
+func (g *Gateway) Pushes() []runs.GitRef {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]runs.GitRef(nil), g.pushes...)
 }
 
 // Summary is run.json's gateway summary and cost figures so far.

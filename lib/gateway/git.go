@@ -96,6 +96,9 @@ func (g *Gateway) serveGit(w http.ResponseWriter, r *http.Request, start time.Ti
 	entry.Decision, entry.Status = "allowed", http.StatusOK
 	if res != nil {
 		entry.Refs = res.Refs
+		g.mu.Lock()
+		g.pushes = append(g.pushes, res.Refs...)
+		g.mu.Unlock()
 		if res.Refusal != "" {
 			entry.Decision, entry.Refusal = "refused", res.Refusal
 		}

@@ -87,6 +87,13 @@ type Record struct {
 	Gateway   *GatewaySummary `json:"gateway,omitempty"`  // a box whose gateway was served
 	Agent     *AgentRecord    `json:"agent,omitempty"`    // an agent worker's run
 	Notified  *Notified       `json:"notified,omitempty"` // the [notify] on_failure hook, when it ran
+	Git       *GitRecord      `json:"git,omitempty"`      // a run with [[repo]] grants that pushed (docs/repos.md)
+}
+
+// GitRecord is run.json's "git": each ref a push of the run asked to
+// update and its outcome.
+type GitRecord struct {
+	Pushes []GitRef `json:"pushes"`
 }
 
 // Notified is how a run's [notify] on_failure hook went.

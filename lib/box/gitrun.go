@@ -1,0 +1,94 @@
+package box
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/creds"
+	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/repos"
+)
+
+// BoxGitConfig is where a box with [[repo]] grants finds its git config
+// (GIT_CONFIG_GLOBAL): in ~/self, read-only to the box.
+const BoxGitConfig = BoxSelf + "/gitconfig"
+
+// GitHookCommand is roster-box's hidden command that git receive-pack
+// runs as roster's pre-receive hook (repos.HookMain).
+const GitHookCommand = "git-hook"
+
+// runGit is the git service of a run of spec (nil when it has no [[repo]]
+// grant): its mirrors in data/workers/W/repos, each remote's token looked
+// up fresh at each use, the secrets the content rules scan for (every
+// credential this worker's gateway can resolve), and this program as the
+// pre-receive hook. A grant with no git on the host fails the run's start
+// with what is needed.
+func runGit(h home.Home, spec *config.Worker, org *config.Org, sources creds.Creds, granted []string) (*repos.Service, error) {
+	if len(spec.Repos) == 0 {
+		return nil, nil
+	}
+	bin, err := repos.Find()
+	if err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("the git hook: %w", err)
+	}
+	providers := creds.OrgProviders(org)
+	token := func(r config.Repo) (string, error) {
+		cr, err := creds.LookupNamed("repo "+r.Name, r.Credential, sources, time.Now())
+		return cr.Value, err
+	}
+	secrets := func() []repos.Secret {
+		var out []repos.Secret
+		for _, name := range granted {
+			if cr, err := creds.Lookup(providers[name], sources, time.Now()); err == nil {
+				out = append(out, repos.Secret{Source: name + " (" + cr.Source + ")", Value: cr.Value})
+			}
+		}
+		for _, r := range spec.Repos {
+			if cr, err := creds.LookupNamed("repo "+r.Name, r.Credential, sources, time.Now()); err == nil && len(r.Credential) > 0 {
+				out = append(out, repos.Secret{Source: "repo " + r.Name + " (" + cr.Source + ")", Value: cr.Value})
+			}
+		}
+		return out
+	}
+	return &repos.Service{Git: &repos.Git{Bin: bin}, Worker: spec.Name, Dir: filepath.Join(h.Worker(spec.Name).Dir, "repos"),
+		Repos: spec.Repos, Token: token, Secrets: secrets, HookArgv: []string{self, GitHookCommand}}, nil
+}
+
+// GitConfig is the box's git config for spec's grants: each granted
+// repo's real URL rewritten to its gateway route (so `git clone
+// https://github.com/acme/app.git` just works), the worker as author, no
+// credential helper. A host repo is reached by its path's name:
+// `git clone http://127.0.0.1:3128/git/NAME`.
+func GitConfig(spec *config.Worker) []byte {
+	if len(spec.Repos) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# written by roster for this run (read-only): git reaches each granted repo through the gateway\n")
+	fmt.Fprintf(&b, "[user]\n\tname = %s\n\temail = %s@roster.invalid\n", spec.Name, spec.Name)
+	b.WriteString("[credential]\n\thelper =\n[init]\n\tdefaultBranch = main\n[protocol]\n\tversion = 2\n")
+	rs := append([]config.Repo(nil), spec.Repos...)
+	sort.Slice(rs, func(i, j int) bool { return rs[i].Name < rs[j].Name })
+	for _, r := range rs {
+		route := BoxGatewayURL + "/git/" + r.Name
+		fmt.Fprintf(&b, "[url %q]\n", route)
+		if !r.Host() {
+			fmt.Fprintf(&b, "\tinsteadOf = %s\n", r.Remote)
+			if t := strings.TrimSuffix(r.Remote, ".git"); t != r.Remote {
+				fmt.Fprintf(&b, "\tinsteadOf = %s\n", t)
+			}
+		} else {
+			fmt.Fprintf(&b, "\tinsteadOf = %s\n", r.Remote)
+		}
+	}
+	return []byte(b.String())
+}
