@@ -346,3 +346,17 @@ func TestGitRouteRefusals(t *testing.T) {
 	}
 	g.clone(t) // still serving
 }
+
+// TestGitUpstreamHeadIsProtected: the branch the remote's HEAD names is
+// protected beside the grant's list, whatever it is called.
+func TestGitUpstreamHeadIsProtected(t *testing.T) {
+	g := newGitRig(t, func(r *config.Repo) { r.Push = []string{"*"} })
+	gittest.Git(t, g.bare, "branch", "trunk", "main")
+	gittest.Git(t, g.bare, "symbolic-ref", "HEAD", "refs/heads/trunk")
+	work := g.clone(t)
+	commitFile(t, work, "t.txt", "t\n")
+	g.refusedPush(t, work, "roster: ref_protected: trunk is protected", "origin", "HEAD:trunk")
+	if out, ok := push(t, work, "origin", "HEAD:feature"); !ok {
+		t.Fatalf("push = [\"*\"] lets any other branch through: %s", out)
+	}
+}

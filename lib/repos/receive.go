@@ -59,7 +59,7 @@ func (s *Service) ReceivePack(ctx context.Context, name string, body io.Reader, 
 	if len(p.Commands) == 0 && !p.Cert {
 		return res, nil // git's probe before a chunked push: nothing to answer
 	}
-	if vs := s.preJudge(r, p); vs != nil {
+	if vs := s.preJudge(r, dir, p); vs != nil {
 		res.set(vs, Refused)
 		return res, writeReport(w, p, vs, nil)
 	}
@@ -113,7 +113,7 @@ func (res *PushResult) set(vs []Verdict, outcome string) {
 
 // preJudge judges what the commands alone decide: a push certificate, a
 // shallow push, the ref rules but fast-forwards. nil: none refused.
-func (s *Service) preJudge(r config.Repo, p *Push) []Verdict {
+func (s *Service) preJudge(r config.Repo, dir string, p *Push) []Verdict {
 	all := func(kind, reason string) []Verdict {
 		vs := make([]Verdict, len(p.Commands))
 		for i, c := range p.Commands {
@@ -127,7 +127,7 @@ func (s *Service) preJudge(r config.Repo, p *Push) []Verdict {
 	case p.Shallow:
 		return all(RefuseShallow, "a push from a shallow clone is refused: fetch --unshallow first")
 	}
-	vs := JudgeRefs(s.policy(r), p.Commands, func(string, string) bool { return true })
+	vs := JudgeRefs(s.policy(r, dir), p.Commands, func(string, string) bool { return true })
 	for _, v := range vs {
 		if !v.OK() {
 			return vs
@@ -136,11 +136,29 @@ func (s *Service) preJudge(r config.Repo, p *Push) []Verdict {
 	return nil
 }
 
-// policy is r's ref policy for this worker.
-func (s *Service) policy(r config.Repo) Policy {
+// policy is r's ref policy for this worker: its grant, with the
+// upstream's HEAD branch protected too (the mirror's HEAD points at it).
+func (s *Service) policy(r config.Repo, dir string) Policy {
 	own := s.readOwn(r)
-	return Policy{Push: r.Push, Protect: r.Protect, Force: r.Force, Gate: r.Host(),
+	protect := r.Protect
+	if head := headBranch(dir); head != "" && !Match(protect, head) {
+		protect = append(append([]string(nil), protect...), head)
+	}
+	return Policy{Push: r.Push, Protect: protect, Force: r.Force, Gate: false,
 		Own: func(b string) bool { return own[b] }}
+}
+
+// headBranch is the branch a bare repo's HEAD names ("" if none).
+func headBranch(dir string) string {
+	data, err := os.ReadFile(filepath.Join(dir, "HEAD"))
+	if err != nil {
+		return ""
+	}
+	ref, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "ref: refs/heads/")
+	if !ok || validRefPart(ref) != nil {
+		return ""
+	}
+	return ref
 }
 
 // flock holds data/workers/W/repos/NAME.lock: one push at a time per repo
@@ -247,7 +265,7 @@ func (j *judgeRun) judge(ctx context.Context, req hookRequest) hookAnswer {
 		_, err := j.s.Git.Run(ctx, j.dir, qenv, "merge-base", "--is-ancestor", old, new)
 		return err == nil
 	}
-	j.verdicts = JudgeRefs(j.s.policy(j.r), req.Commands, ff)
+	j.verdicts = JudgeRefs(j.s.policy(j.r, j.dir), req.Commands, ff)
 	if lines := refusedLines(j.verdicts); lines != nil {
 		return hookAnswer{Lines: lines}
 	}
