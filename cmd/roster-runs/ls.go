@@ -17,6 +17,7 @@ type LsCmd struct {
 	Limit    int      `placeholder:"N" help:"At most N runs (the newest)."`
 	Attested string   `placeholder:"A" enum:",completed,failed,needs-review,canceled,none" default:"" help:"Only runs attested A: completed, failed, needs-review, canceled, or none (ad hoc, or not ended)."`
 	Template string   `placeholder:"ID" help:"Only runs of tasks the template ID fired (with --worker W, or any worker's template of that id)."`
+	Pushed   string   `placeholder:"REPO" help:"Only runs whose git push landed (or waits in a gate) in REPO; \"*\" for any repo."`
 	JSON     bool     `name:"json" help:"One JSON object per run (JSON Lines)."`
 }
 
@@ -37,7 +38,7 @@ func (c *LsCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if c.Limit < 0 {
 		return errs.New(errs.ErrUsage, fmt.Sprintf("--limit %d: give 1 or more (0: all)", c.Limit))
 	}
-	f := runs.Filter{Task: c.Task, Limit: c.Limit, Attested: c.Attested, Template: c.Template}
+	f := runs.Filter{Task: c.Task, Limit: c.Limit, Attested: c.Attested, Template: c.Template, Pushed: c.Pushed}
 	for _, w := range c.Worker {
 		if _, err := h.ExistingWorker(w); err != nil {
 			return err

@@ -85,6 +85,15 @@ func showBlock(w io.Writer, e runs.Entry, r *runs.Record, zone *time.Location) e
 	if a := r.Agent; a != nil {
 		agentLines(line, a)
 	}
+	if gr := r.Git; gr != nil {
+		for i, p := range gr.Pushes {
+			k := ""
+			if i == 0 {
+				k = "git"
+			}
+			line(k, pushLine(p))
+		}
+	}
 	if len(r.Actions) == 0 {
 		line("actions", "none")
 	}
@@ -116,6 +125,23 @@ func modelCost(c runs.Cost) string {
 		s += ", " + usd(*c.USD)
 	case c.ModelCalls > 0:
 		s += ", not priced"
+	}
+	return s
+}
+
+// pushLine is one ref of a run's pushes: "pushed app roster/dobby/fix
+// 3f2a1c0", "refused app main (ref_protected)".
+func pushLine(p runs.GitRef) string {
+	ref := strings.TrimPrefix(p.Ref, "refs/heads/")
+	id := p.New
+	if strings.Trim(id, "0") == "" {
+		id = "(deleted)"
+	} else if len(id) > 7 {
+		id = id[:7]
+	}
+	s := p.Outcome + " " + p.Repo + " " + ref + " " + id
+	if p.Refusal != "" {
+		s += " (" + p.Refusal + ")"
 	}
 	return s
 }

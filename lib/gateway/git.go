@@ -97,7 +97,10 @@ func (g *Gateway) serveGit(w http.ResponseWriter, r *http.Request, start time.Ti
 	if res != nil {
 		entry.Refs = res.Refs
 		g.mu.Lock()
-		g.pushes = append(g.pushes, res.Refs...)
+		for _, ref := range res.Refs {
+			ref.Repo = name
+			g.pushes = append(g.pushes, ref)
+		}
 		g.mu.Unlock()
 		if res.Refusal != "" {
 			entry.Decision, entry.Refusal = "refused", res.Refusal

@@ -268,7 +268,13 @@ func appendGit(b []byte, e *runs.LedgerEntry) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"ref":`...)
+		b = append(b, '{')
+		if r.Repo != "" {
+			b = append(b, `"repo":`...)
+			b = jsonw.AppendString(b, r.Repo, true)
+			b = append(b, ',')
+		}
+		b = append(b, `"ref":`...)
 		b = jsonw.AppendString(b, r.Ref, true)
 		b = append(b, `,"old":`...)
 		b = jsonw.AppendString(b, r.Old, true)

@@ -53,7 +53,7 @@ func TestLedgerLineIsEncodingJSONs(t *testing.T) {
 			f.Set(reflect.ValueOf(time.Date(2026, 12, 1, 12, 0, 0, 123456789, time.UTC)))
 		case reflect.Slice: // Refs
 			f.Set(reflect.ValueOf([]runs.GitRef{{Ref: "refs/heads/x\"", Old: "o", New: "n", Outcome: "pushed"},
-				{Ref: "r", Old: "o", New: "n", Outcome: "refused", Refusal: "secret"}}))
+				{Repo: "app", Ref: "r", Old: "o", New: "n", Outcome: "refused", Refusal: "secret"}}))
 		default:
 			t.Fatalf("field %s of kind %s: teach appendEntry and this test", v.Type().Field(i).Name, f.Kind())
 		}

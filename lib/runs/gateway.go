@@ -65,6 +65,7 @@ const (
 // GitRef is one ref a push asked to update and what became of it:
 // outcome "pushed", "gated", "refused" or "upstream_rejected".
 type GitRef struct {
+	Repo    string `json:"repo,omitempty"` // run.json's git.pushes name it (a ledger line names it once)
 	Ref     string `json:"ref"`
 	Old     string `json:"old"`
 	New     string `json:"new"`

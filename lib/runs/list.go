@@ -49,6 +49,10 @@ type Filter struct {
 	// Template: only runs of tasks this template fired (their id ends
 	// "-WORKER.TEMPLATE", home.FiredTaskID).
 	Template string
+	// Pushed: only runs that pushed something that landed or waits in a
+	// gate (run.json git.pushes with outcome pushed or gated), to the repo
+	// named, or any repo when it is "*".
+	Pushed string
 }
 
 // DataWorkers returns the names of the workers that have a folder in the
@@ -153,6 +157,9 @@ func List(h home.Home, f Filter) ([]Entry, error) {
 		if f.Template != "" && (e.Record == nil || !strings.HasSuffix(e.Record.Task, "-"+e.Worker+"."+f.Template)) {
 			continue
 		}
+		if f.Pushed != "" && !pushed(e, f.Pushed) {
+			continue
+		}
 		if !f.Since.IsZero() && e.Started().Before(f.Since) {
 			continue
 		}
@@ -162,6 +169,19 @@ func List(h home.Home, f Filter) ([]Entry, error) {
 		}
 	}
 	return out, nil
+}
+
+// pushed tells whether e's run landed (or gated) a push to repo ("*": any).
+func pushed(e Entry, repo string) bool {
+	if e.Record == nil || e.Record.Git == nil {
+		return false
+	}
+	for _, p := range e.Record.Git.Pushes {
+		if (p.Outcome == "pushed" || p.Outcome == "gated") && (repo == "*" || p.Repo == repo) {
+			return true
+		}
+	}
+	return false
 }
 
 // attestedOf is a run's attestation for Filter.Attested ("none": none yet,

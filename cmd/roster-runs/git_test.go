@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/runs"
+)
+
+// `show` says what a run pushed; `ls --pushed` finds the runs that
+// landed a push, in one repo or any.
+func TestShowAndLsTellThePushes(t *testing.T) {
+	h := home.Home{Dir: t.TempDir()}
+	write := func(id string, git *runs.GitRecord) {
+		dir := h.Worker("dobby").Run(id)
+		os.MkdirAll(dir, 0o755)
+		end := time.Date(2026, 12, 6, 10, 0, 1, 0, time.UTC)
+		rec := &runs.Record{ID: id, Worker: "dobby", Kind: "filed", StartedAt: end.Add(-time.Second), EndedAt: &end, Ended: "done", Git: git}
+		if err := runs.WriteRecord(dir, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const fix = "3f2a1c0d9e8b7a6f5e4d3c2b1a0f9e8d7c6b5a49"
+	write("2026-12-06-10-00-00-aaaa", &runs.GitRecord{Pushes: []runs.GitRef{
+		{Repo: "app", Ref: "refs/heads/roster/dobby/fix", Old: strings.Repeat("0", 40), New: fix, Outcome: "pushed"},
+		{Repo: "app", Ref: "refs/heads/main", Old: fix, New: fix, Outcome: "refused", Refusal: "ref_protected"}}})
+	write("2026-12-06-10-00-02-bbbb", &runs.GitRecord{Pushes: []runs.GitRef{
+		{Repo: "lib", Ref: "refs/heads/main", Old: fix, New: fix, Outcome: "refused", Refusal: "ref_protected"}}})
+	write("2026-12-06-10-00-04-cccc", nil)
+	run := func(args ...string) string {
+		var out, errb bytes.Buffer
+		env := &cli.Env{Name: "roster-runs", Stdout: &out, Stderr: &errb, Ctx: context.Background()}
+		if code := cli.MainEnv(env, &CLI{}, append([]string{"--home", h.Dir}, args...)); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errb.String())
+		}
+		return out.String()
+	}
+	show := run("show", "2026-12-06-10-00-00-aaaa")
+	if !strings.Contains(show, "pushed app roster/dobby/fix 3f2a1c0") || !strings.Contains(show, "refused app main 3f2a1c0 (ref_protected)") {
+		t.Fatalf("show:\n%s", show)
+	}
+	for _, c := range []struct{ repo, want string }{{"*", "aaaa"}, {"app", "aaaa"}, {"lib", ""}} {
+		out := run("ls", "--pushed", c.repo, "--json")
+		if c.want == "" && out != "" || c.want != "" && (strings.Count(out, "\n") != 1 || !strings.Contains(out, c.want)) {
+			t.Errorf("ls --pushed %s:\n%s", c.repo, out)
+		}
+	}
+}
