@@ -35,7 +35,11 @@ func runGateway(h home.Home, spec *config.Worker, org *config.Org, s *Spec, task
 	}
 	make := func() (Gateway, error) {
 		cfg.Run, cfg.Ledger = s.Run, runs.GatewayLedger(s.RunDir) // the run's final id
-		git, err := runGit(h, spec, org, sources, granted)
+		taskID := ""
+		if task != nil {
+			taskID = task.ID
+		}
+		git, err := runGit(h, spec, org, sources, granted, s.Run, taskID)
 		if err != nil {
 			return nil, err
 		}

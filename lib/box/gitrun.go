@@ -1,6 +1,7 @@
 package box
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/roster-sh/roster/lib/creds"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/repos"
+	"github.com/roster-sh/roster/lib/tms"
 )
 
 // BoxGitConfig is where a box with [[repo]] grants finds its git config
@@ -25,10 +27,11 @@ const GitHookCommand = "git-hook"
 // runGit is the git service of a run of spec (nil when it has no [[repo]]
 // grant): its mirrors in data/workers/W/repos, each remote's token looked
 // up fresh at each use, the secrets the content rules scan for (every
-// credential this worker's gateway can resolve), and this program as the
-// pre-receive hook. A grant with no git on the host fails the run's start
+// credential this worker's gateway can resolve), this program as the
+// pre-receive hook, and a push to a host repo's protected ref held as a
+// repo_push gate on the run's task (an ad-hoc run has none: refused). A grant with no git on the host fails the run's start
 // with what is needed.
-func runGit(h home.Home, spec *config.Worker, org *config.Org, sources creds.Creds, granted []string) (*repos.Service, error) {
+func runGit(h home.Home, spec *config.Worker, org *config.Org, sources creds.Creds, granted []string, run, task string) (*repos.Service, error) {
 	if len(spec.Repos) == 0 {
 		return nil, nil
 	}
@@ -59,8 +62,19 @@ func runGit(h home.Home, spec *config.Worker, org *config.Org, sources creds.Cre
 		}
 		return out
 	}
-	return &repos.Service{Git: &repos.Git{Bin: bin}, Worker: spec.Name, Dir: filepath.Join(h.Worker(spec.Name).Dir, "repos"),
-		Repos: spec.Repos, Token: token, Secrets: secrets, HookArgv: []string{self, GitHookCommand}}, nil
+	svc := &repos.Service{Git: &repos.Git{Bin: bin}, Worker: spec.Name, Dir: filepath.Join(h.Worker(spec.Name).Dir, "repos"),
+		Repos: spec.Repos, Token: token, Secrets: secrets, HookArgv: []string{self, GitHookCommand}, Run: run}
+	if task != "" {
+		svc.Gate = func(ctx context.Context, g repos.GateRequest) (string, error) {
+			p, err := tms.Open(h, spec.Name, tms.Options{})
+			if err != nil {
+				return "", err
+			}
+			return p.OpenRepoGate(ctx, task, run, g.What, g.Wake,
+				tms.RepoPush{Repo: g.Repo, Ref: g.Ref, Old: g.Old, New: g.New, Pending: g.Pending})
+		}
+	}
+	return svc, nil
 }
 
 // GitConfig is the box's git config for spec's grants: each granted

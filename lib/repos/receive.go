@@ -39,8 +39,12 @@ type RefResult = runs.GitRef
 // ReceivePack serves a push (body decompressed) to repo name: the ref
 // rules first, on the commands alone (a refusal then runs no git at all
 // and takes in no object); then git receive-pack into its quarantine,
-// where roster's hook hands the updates to judge (fast-forwards, the
-// content rules, the upstream's own verdict) before any ref moves.
+// where roster's hook hands the updates to the judge (fast-forwards, the
+// content rules, the upstream's own verdict) before any ref moves. A
+// host repo's protected ref is received into refs/roster/pending/... and
+// held for review (Service.Gate). git answers roster, not the client:
+// roster writes the client's report itself, each refusal as "ng REF
+// roster: KIND: reason" and its messages on side band 2.
 func (s *Service) ReceivePack(ctx context.Context, name string, body io.Reader, w io.Writer) (*PushResult, error) {
 	r, err := s.Grant(name)
 	if err != nil {
@@ -59,9 +63,10 @@ func (s *Service) ReceivePack(ctx context.Context, name string, body io.Reader, 
 	if len(p.Commands) == 0 && !p.Cert {
 		return res, nil // git's probe before a chunked push: nothing to answer
 	}
-	if vs := s.preJudge(r, dir, p); vs != nil {
+	vs := s.preJudge(r, dir, p)
+	if refused(vs) {
 		res.set(vs, Refused)
-		return res, writeReport(w, p, vs, nil)
+		return res, writeReport(w, p, "ok", vs, nil)
 	}
 	defer s.lock(r.Name)()
 	unlock, err := s.flock(ctx, r)
@@ -69,14 +74,22 @@ func (s *Service) ReceivePack(ctx context.Context, name string, body io.Reader, 
 		return nil, err
 	}
 	defer unlock()
-	j := &judgeRun{s: s, r: r, dir: dir, push: p}
-	if err := s.receive(ctx, j, p, br, w); err != nil {
+	j := &judgeRun{s: s, r: r, dir: dir, push: p, sent: gatedCommands(p.Commands, vs, s.Run)}
+	out, err := s.receive(ctx, j, p, br)
+	if err != nil {
 		return nil, err
 	}
-	if j.verdicts == nil { // git ended before its hook ran (a bad pack, over max_push)
-		res.set(JudgeRefs(Policy{}, p.Commands, nil), Refused)
-		res.Refusal = "bad_pack"
-		return res, nil
+	if j.verdicts == nil { // git ended before its hook ran: a bad pack, or over max_push
+		kind, msg := "bad_pack", firstLine(out.stderr)
+		if strings.Contains(out.stderr, "maximum allowed size") {
+			kind, msg = RefusePushTooLarge, fmt.Sprintf("the push is over max_push (%s)", config.FormatSize(r.MaxPush))
+		}
+		all := make([]Verdict, len(p.Commands))
+		for i, c := range p.Commands {
+			all[i] = Verdict{Command: c, Kind: kind, Reason: msg}
+		}
+		res.set(all, Refused)
+		return res, writeReport(w, p, out.unpack, all, out.messages)
 	}
 	outcome := Pushed
 	if !j.ok {
@@ -85,11 +98,27 @@ func (s *Service) ReceivePack(ctx context.Context, name string, body io.Reader, 
 			outcome = UpstreamRejected
 		}
 	}
-	res.set(j.verdicts, outcome)
+	msgs := out.messages
 	if j.ok {
 		s.recordOwn(r, p.Commands)
+		msgs = append(msgs, s.openGates(ctx, r, dir, j)...)
 	}
-	return res, nil
+	res.set(j.verdicts, outcome)
+	return res, writeReport(w, p, out.unpack, j.verdicts, msgs)
+}
+
+func refused(vs []Verdict) bool {
+	for _, v := range vs {
+		if !v.OK() {
+			return true
+		}
+	}
+	return false
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return clip(l, 300)
 }
 
 func (res *PushResult) set(vs []Verdict, outcome string) {
@@ -112,7 +141,7 @@ func (res *PushResult) set(vs []Verdict, outcome string) {
 }
 
 // preJudge judges what the commands alone decide: a push certificate, a
-// shallow push, the ref rules but fast-forwards. nil: none refused.
+// shallow push, the ref rules but fast-forwards.
 func (s *Service) preJudge(r config.Repo, dir string, p *Push) []Verdict {
 	all := func(kind, reason string) []Verdict {
 		vs := make([]Verdict, len(p.Commands))
@@ -127,13 +156,7 @@ func (s *Service) preJudge(r config.Repo, dir string, p *Push) []Verdict {
 	case p.Shallow:
 		return all(RefuseShallow, "a push from a shallow clone is refused: fetch --unshallow first")
 	}
-	vs := JudgeRefs(s.policy(r, dir), p.Commands, func(string, string) bool { return true })
-	for _, v := range vs {
-		if !v.OK() {
-			return vs
-		}
-	}
-	return nil
+	return JudgeRefs(s.policy(r, dir), p.Commands, func(string, string) bool { return true })
 }
 
 // policy is r's ref policy for this worker: its grant, with the
@@ -144,7 +167,7 @@ func (s *Service) policy(r config.Repo, dir string) Policy {
 	if head := headBranch(dir); head != "" && !Match(protect, head) {
 		protect = append(append([]string(nil), protect...), head)
 	}
-	return Policy{Push: r.Push, Protect: protect, Force: r.Force, Gate: false,
+	return Policy{Push: r.Push, Protect: protect, Force: r.Force, Gate: r.Host() && s.Gate != nil,
 		Own: func(b string) bool { return own[b] }}
 }
 
@@ -171,19 +194,28 @@ func (s *Service) flock(ctx context.Context, r config.Repo) (func(), error) {
 	return func() { l.Unlock() }, nil
 }
 
-// receive runs git receive-pack on the request (its commands as read,
-// then the rest of the body) with the judge on a socket pair.
-func (s *Service) receive(ctx context.Context, j *judgeRun, p *Push, rest io.Reader, w io.Writer) error {
+// gitOut is what git receive-pack said: its report's unpack status, and
+// its stderr (the hook's "roster: ..." lines among it).
+type gitOut struct {
+	unpack   string
+	stderr   string
+	messages []string
+}
+
+// receive runs git receive-pack on the request as roster sends it (the
+// commands j.sent, no side band: the report comes back to roster), then
+// the rest of the body, with the judge on a socket pair.
+func (s *Service) receive(ctx context.Context, j *judgeRun, p *Push, rest io.Reader) (*gitOut, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ours, theirs := os.NewFile(uintptr(fds[0]), "judge"), os.NewFile(uintptr(fds[1]), "judge-hook")
 	defer ours.Close()
 	conn, err := net.FileConn(ours)
 	if err != nil {
 		theirs.Close()
-		return err
+		return nil, err
 	}
 	defer conn.Close()
 	extra := []string{
@@ -196,13 +228,13 @@ func (s *Service) receive(ctx context.Context, j *judgeRun, p *Push, rest io.Rea
 		"-c", "receive.unpackLimit=1", // always a kept pack in the quarantine: nothing loose to chase
 	}
 	cmd := s.Git.Cmd(ctx, j.dir, extra, []string{JudgeFDEnv + "=3"}, "receive-pack", "--stateless-rpc", j.dir)
-	var stderr bytes.Buffer
-	cmd.Stdin = io.MultiReader(bytes.NewReader(p.Raw), rest)
-	cmd.Stdout, cmd.Stderr = w, &stderr
+	var stdout, stderr bytes.Buffer
+	cmd.Stdin = io.MultiReader(bytes.NewReader(requestHead(p, j.sent)), rest)
+	cmd.Stdout, cmd.Stderr = &limited{b: &stdout, n: 1 << 20}, &limited{b: &stderr, n: 64 << 10}
 	cmd.ExtraFiles = []*os.File{theirs}
 	if err := cmd.Start(); err != nil {
 		theirs.Close()
-		return err
+		return nil, err
 	}
 	theirs.Close()
 	done := make(chan struct{})
@@ -210,10 +242,74 @@ func (s *Service) receive(ctx context.Context, j *judgeRun, p *Push, rest io.Rea
 	err = cmd.Wait()
 	conn.Close()
 	<-done
-	if err != nil && j.verdicts == nil {
-		return fmt.Errorf("receive-pack: %v: %s", err, clip(stderr.String(), 400))
+	out := &gitOut{unpack: reportUnpack(stdout.Bytes()), stderr: stderr.String()}
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if strings.HasPrefix(l, "roster: ") {
+			out.messages = append(out.messages, strings.TrimPrefix(l, "roster: "))
+		}
 	}
-	return nil
+	if err != nil && j.verdicts == nil && out.unpack == "" {
+		return nil, fmt.Errorf("receive-pack: %v: %s", err, clip(stderr.String(), 400))
+	}
+	return out, nil
+}
+
+// limited keeps at most n bytes of what is written to it.
+type limited struct {
+	b *bytes.Buffer
+	n int
+}
+
+func (l *limited) Write(p []byte) (int, error) {
+	if room := l.n - l.b.Len(); room > 0 {
+		l.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// requestHead is the request's commands as roster hands them to git:
+// cmds (a gated ref's renamed to its pending ref), the client's
+// capabilities without the side bands and with report-status, then the
+// push options as sent.
+func requestHead(p *Push, cmds []Command) []byte {
+	var caps []string
+	for _, c := range p.Caps {
+		if c != "side-band-64k" && c != "side-band" && c != "report-status" && c != "report-status-v2" && c != "quiet" {
+			caps = append(caps, c)
+		}
+	}
+	caps = append(caps, "report-status", "quiet")
+	var b bytes.Buffer
+	for i, c := range cmds {
+		line := c.Old + " " + c.New + " " + c.Ref
+		if i == 0 {
+			line += "\x00" + strings.Join(caps, " ")
+		}
+		b.Write(Pkt(line + "\n"))
+	}
+	b.Write(Flush)
+	if p.Has("push-options") {
+		for _, o := range p.Options {
+			b.Write(Pkt(o + "\n"))
+		}
+		b.Write(Flush)
+	}
+	return b.Bytes()
+}
+
+// reportUnpack reads the unpack status from git's report ("ok", or git's
+// error; "" when it wrote none).
+func reportUnpack(out []byte) string {
+	br := bufReader(bytes.NewReader(out))
+	payload, flush, err := readPkt(br)
+	if err != nil || flush {
+		return ""
+	}
+	st, ok := strings.CutPrefix(strings.TrimSuffix(string(payload), "\n"), "unpack ")
+	if !ok {
+		return ""
+	}
+	return st
 }
 
 func onlyDeletes(cmds []Command) bool {
@@ -240,6 +336,7 @@ type judgeRun struct {
 	r        config.Repo
 	dir      string
 	push     *Push
+	sent     []Command // the commands as git got them (a gated ref renamed)
 	verdicts []Verdict
 	ok       bool
 	upstream bool // the upstream refused it
@@ -257,7 +354,7 @@ func (j *judgeRun) serve(ctx context.Context, conn net.Conn) {
 // judge is the verdict on a push whose objects are in git's quarantine.
 func (j *judgeRun) judge(ctx context.Context, req hookRequest) hookAnswer {
 	qenv, err := j.quarantine(req.Env)
-	if err != nil || !sameCommands(req.Commands, j.push.Commands) {
+	if err != nil || !sameCommands(req.Commands, j.sent) {
 		j.verdicts = JudgeRefs(Policy{ReadOnly: true}, j.push.Commands, nil)
 		return hookAnswer{Lines: []string{"bad_request: the hook's view of the push does not match the request"}}
 	}
@@ -265,18 +362,18 @@ func (j *judgeRun) judge(ctx context.Context, req hookRequest) hookAnswer {
 		_, err := j.s.Git.Run(ctx, j.dir, qenv, "merge-base", "--is-ancestor", old, new)
 		return err == nil
 	}
-	j.verdicts = JudgeRefs(j.s.policy(j.r, j.dir), req.Commands, ff)
+	j.verdicts = JudgeRefs(j.s.policy(j.r, j.dir), j.push.Commands, ff)
 	if lines := refusedLines(j.verdicts); lines != nil {
 		return hookAnswer{Lines: lines}
 	}
-	if kind, msg := j.s.checkContent(ctx, j.r, j.dir, qenv, req.Commands); kind != "" {
+	if kind, msg := j.s.checkContent(ctx, j.r, j.dir, qenv, j.push.Commands); kind != "" {
 		for i := range j.verdicts {
 			j.verdicts[i].Kind, j.verdicts[i].Reason = kind, msg
 		}
 		return hookAnswer{Lines: []string{kind + ": " + msg}}
 	}
 	if !j.r.Host() {
-		if msg, err := j.s.pushUpstream(ctx, j.r, j.dir, qenv, req.Commands); err != nil {
+		if msg, err := j.s.pushUpstream(ctx, j.r, j.dir, qenv, j.push.Commands); err != nil {
 			j.upstream = true
 			for i := range j.verdicts {
 				j.verdicts[i].Kind, j.verdicts[i].Reason = RefuseUpstream, msg

@@ -31,6 +31,12 @@ type Service struct {
 	// Secrets are every credential the gateway can resolve for the worker,
 	// for the content rules' exact-match scan (nil: none).
 	Secrets func() []Secret
+	// Run names the run (its pending refs carry it).
+	Run string
+	// Gate opens a repo_push gate on the run's task for a push to a host
+	// repo's protected ref and returns its id; nil (an ad-hoc run, no
+	// task): such a push is refused.
+	Gate func(ctx context.Context, g GateRequest) (string, error)
 	// HookArgv starts roster's pre-receive hook (HookMain): the supervisor
 	// runs itself as `roster-box git-hook`.
 	HookArgv []string

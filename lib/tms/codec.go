@@ -346,6 +346,29 @@ func (d *fdec) gate(g *Gate) bool {
 			return once(seen, 4) && d.str(&g.Why)
 		case "resolved_at":
 			return once(seen, 5) && d.timePtr(&g.ResolvedAt)
+		case "kind":
+			return once(seen, 6) && d.str(&g.Kind)
+		case "push":
+			g.Push = &RepoPush{}
+			return once(seen, 7) && d.repoPush(g.Push)
+		}
+		return false
+	})
+}
+
+func (d *fdec) repoPush(p *RepoPush) bool {
+	return d.object(func(k []byte, seen *uint32) bool {
+		switch string(k) {
+		case "repo":
+			return once(seen, 0) && d.str(&p.Repo)
+		case "ref":
+			return once(seen, 1) && d.str(&p.Ref)
+		case "old":
+			return once(seen, 2) && d.str(&p.Old)
+		case "new":
+			return once(seen, 3) && d.str(&p.New)
+		case "pending":
+			return once(seen, 4) && d.str(&p.Pending)
 		}
 		return false
 	})

@@ -139,6 +139,15 @@ func appendTask(b []byte, t *Task) ([]byte, error) {
 			}
 			e.optStr(`,"why":`, g.Why)
 			e.optTime(`,"resolved_at":`, g.ResolvedAt)
+			e.optStr(`,"kind":`, g.Kind)
+			if p := g.Push; p != nil {
+				e.str(`,"push":{"repo":`, p.Repo)
+				e.str(`,"ref":`, p.Ref)
+				e.str(`,"old":`, p.Old)
+				e.str(`,"new":`, p.New)
+				e.str(`,"pending":`, p.Pending)
+				e.raw("}")
+			}
 			e.raw("}")
 		}
 		e.raw("]")

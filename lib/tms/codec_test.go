@@ -33,7 +33,8 @@ func richFile() *File {
 			Settled: map[string]string{"t-z": Completed, "t-a": Failed, "<k>": Canceled}, Ceiling: "45m", Channel: "slack:C01/th 1",
 			From: "ann", Template: "nightly", Slot: &at, Priority: -3, By: ByWorker, Attempts: 2, Retries: 3, Retried: 1,
 			Claim:     &Claim{Run: "2026-11-29-19-22-03-q8w2", At: at},
-			Gates:     []Gate{{ID: "g1", What: "push", State: GatePending, Wake: true}, {ID: "g2", What: "x", State: GateDenied, Why: "no", ResolvedAt: &at}},
+			Gates:     []Gate{{ID: "g1", What: "push", State: GatePending, Wake: true}, {ID: "g2", What: "x", State: GateDenied, Why: "no", ResolvedAt: &at},
+				{ID: "g3", What: "push main", State: GatePending, Kind: GateRepoPush, Push: &RepoPush{Repo: "app", Ref: "refs/heads/main", Old: "a\"1", New: "b2", Pending: "refs/roster/pending/r-1"}}},
 			Continues: "t-c", RefiledFrom: "t-r", FiledBy: "run", LastRun: "run2", FinishedAt: &at},
 		{ID: "t-plain", Text: "plain", Kind: KindRelay, Standing: Proactive, State: Pending, CreatedAt: at, By: ByOwner},
 	}, Templates: []Template{

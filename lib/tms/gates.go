@@ -117,3 +117,50 @@ func (t *txn) fileContinuation(orig Task) (string, error) {
 	}
 	return cont, nil
 }
+
+// OpenRepoGate adds a repo_push gate to task id, which run must hold
+// claimed: a push of that run to a host repo's protected ref, waiting in
+// push.Pending for review (the gateway's git route; journal
+// `gate-proposed`, by host). It returns the gate's id.
+func (p *Partition) OpenRepoGate(ctx context.Context, id, run, what string, wake bool, push RepoPush) (string, error) {
+	if what == "" || len(what) > MaxGateText {
+		return "", usage("repo gate: its text is empty or over %d bytes", MaxGateText)
+	}
+	t, err := p.begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer t.end()
+	task := t.f.Task(id)
+	if task == nil || task.State != Claimed || task.Claim == nil || task.Claim.Run != run {
+		return "", conflict("task %s is not claimed by run %s: a push cannot be held for review on it", id, run)
+	}
+	if len(task.Gates) >= 100 {
+		return "", conflict("task %s already has 100 gates", id)
+	}
+	g := Gate{ID: fmt.Sprintf("g%d", len(task.Gates)+1), What: what, State: GatePending, Wake: wake, Kind: GateRepoPush, Push: &push}
+	task.Gates = append(task.Gates, g)
+	if _, err := t.emit(Line{Event: EvGateProposed, Task: id, Run: run, By: ByHost, Gate: g.ID, Records: []Record{taskRec(*task, false)}}, true); err != nil {
+		return "", err
+	}
+	return g.ID, t.commit()
+}
+
+// FindGate returns gate of task id (live or finished).
+func (p *Partition) FindGate(ctx context.Context, id, gate string) (*Gate, error) {
+	f, err := p.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	task := f.Task(id)
+	if task == nil {
+		return nil, notFound("task %s: not a live task of worker %s", id, p.Name)
+	}
+	for i := range task.Gates {
+		if task.Gates[i].ID == gate {
+			g := task.Gates[i]
+			return &g, nil
+		}
+	}
+	return nil, notFound("task %s has no gate %q", id, gate)
+}

@@ -136,6 +136,23 @@ type Gate struct {
 	Wake       bool       `json:"wake,omitempty"`
 	Why        string     `json:"why,omitempty"`
 	ResolvedAt *time.Time `json:"resolved_at,omitempty"`
+	// Kind is "" for a worker's proposal, GateRepoPush for a push to a
+	// host repo's protected ref held for review (Push says which).
+	Kind string    `json:"kind,omitempty"`
+	Push *RepoPush `json:"push,omitempty"`
+}
+
+// GateRepoPush is the kind of a gate the gateway's git route opened.
+const GateRepoPush = "repo_push"
+
+// RepoPush is what a repo_push gate holds: the ref to move, from Old to
+// New (fast-forward only), and where the commits wait meanwhile.
+type RepoPush struct {
+	Repo    string `json:"repo"`    // the worker's [[repo]] name
+	Ref     string `json:"ref"`     // refs/heads/...
+	Old     string `json:"old"`     // the ref's value when pushed (all zeros: it did not exist)
+	New     string `json:"new"`     // the pushed commit
+	Pending string `json:"pending"` // refs/roster/pending/... in the host repo
 }
 
 // Gate states.

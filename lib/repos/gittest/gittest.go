@@ -98,15 +98,21 @@ func (s *Server) SetToken(tok string) {
 func (s *Server) Bare(t testing.TB, name string) string {
 	t.Helper()
 	dir := filepath.Join(s.Root, name+".git")
-	Git(t, "", "init", "-q", "--bare", "-b", "main", dir)
+	NewBare(t, dir)
 	Git(t, dir, "config", "http.receivepack", "true")
+	return dir
+}
+
+// NewBare makes a bare repo at dir with one commit on main (README).
+func NewBare(t testing.TB, dir string) {
+	t.Helper()
+	Git(t, "", "init", "-q", "--bare", "-b", "main", dir)
 	work := t.TempDir()
 	Git(t, "", "init", "-q", "-b", "main", work)
 	os.WriteFile(filepath.Join(work, "README"), []byte("hello\n"), 0o644)
 	Git(t, work, "add", "README")
 	Git(t, work, "commit", "-q", "-m", "first")
 	Git(t, work, "push", "-q", dir, "main")
-	return dir
 }
 
 // Git runs the test's own git (not roster's hardened one) in dir with a
