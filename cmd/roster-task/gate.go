@@ -130,4 +130,3 @@ func gateRepo(g *cli.Globals, worker string, gate *tms.Gate) (*repos.Git, string
 func pushOf(g *tms.Gate) repos.GateRequest {
 	return repos.GateRequest{Repo: g.Push.Repo, Ref: g.Push.Ref, Old: g.Push.Old, New: g.Push.New, Pending: g.Push.Pending}
 }
-

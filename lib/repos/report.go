@@ -73,7 +73,9 @@ func contains(xs []string, s string) bool {
 	return false
 }
 
-func oneLine(s string) string { return strings.NewReplacer("\n", " ", "\r", " ", "\x00", " ").Replace(s) }
+func oneLine(s string) string {
+	return strings.NewReplacer("\n", " ", "\r", " ", "\x00", " ").Replace(s)
+}
 
 func reasonText(v Verdict) string { return oneLine("roster: " + v.Kind + ": " + v.Reason) }
 
