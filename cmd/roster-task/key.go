@@ -29,7 +29,7 @@ type KeyCmd struct {
 
 // KeyPutCmd is `key put PROVIDER`.
 type KeyPutCmd struct {
-	Provider string `arg:"" name:"PROVIDER" help:"A provider: anthropic, openai, or one org.toml defines."`
+	Provider string `arg:"" name:"PROVIDER" help:"A provider (anthropic, openai, or one org.toml defines), or a vault name a [[repo]] credential reads (vault:NAME)."`
 }
 
 // KeyLsCmd is `key ls`.
@@ -52,6 +52,31 @@ func providers(h home.Home) (map[string]creds.Provider, error) {
 	return creds.OrgProviders(org), nil
 }
 
+// repoVaultNames adds to ps the vault names the workers' [[repo]] grants
+// read their tokens from (credential = ["vault:NAME"]): `key put NAME`
+// stores one.
+func repoVaultNames(h home.Home, ps map[string]creds.Provider) {
+	names, err := config.ListWorkers(h)
+	if err != nil {
+		return
+	}
+	specs, _ := config.LoadWorkers(h, names)
+	for _, w := range specs {
+		if w == nil {
+			continue
+		}
+		for _, r := range w.Repos {
+			for _, src := range r.Credential {
+				if n, ok := strings.CutPrefix(src, "vault:"); ok {
+					if _, known := ps[n]; !known {
+						ps[n] = creds.Provider{Name: n, Credentials: []string{"vault"}}
+					}
+				}
+			}
+		}
+	}
+}
+
 func knownProvider(ps map[string]creds.Provider, name string) error {
 	if _, ok := ps[name]; ok {
 		return nil
@@ -62,7 +87,7 @@ func knownProvider(ps map[string]creds.Provider, name string) error {
 	}
 	sort.Strings(names)
 	return errs.WithHint(errs.New(errs.ErrUsage, fmt.Sprintf("no provider %q", name)),
-		"providers: "+strings.Join(names, ", ")+" (add one as [gateway."+name+"] in org.toml)")
+		"providers: "+strings.Join(names, ", ")+" (add one as [gateway."+name+"] in org.toml; a [[repo]] token: name it credential = [\"vault:"+name+"\"] in the worker's spec first)")
 }
 
 func (c *KeyPutCmd) Run(g *cli.Globals, env *cli.Env) error {
@@ -74,6 +99,7 @@ func (c *KeyPutCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
+	repoVaultNames(h, ps)
 	if err := knownProvider(ps, c.Provider); err != nil {
 		return err
 	}
