@@ -204,3 +204,29 @@ roster-task complete pushed`)
 		t.Fatalf("deny left %q", out)
 	}
 }
+
+// TestGitAdhocRunCannotGateAPush: an ad-hoc run has no task to hold a
+// gate on, so its push to a host repo's protected ref is refused, and its
+// own branch still lands.
+func TestGitAdhocRunCannotGateAPush(t *testing.T) {
+	repo := filepath.Join(t.TempDir(), "app.git")
+	gittest.NewBare(t, repo)
+	base := gittest.Git(t, repo, "rev-parse", "main")
+	f := newFixture(t, job, fmt.Sprintf("[[repo]]\nname = \"app\"\nremote = %q\n", repo))
+	f.setJob(`cd ~ && git clone -q http://127.0.0.1:3128/git/app app && cd app &&
+echo x > x.txt && git add x.txt && git commit -q -m x &&
+git push -q origin HEAD:roster/dobby/adhoc &&
+if git push origin HEAD:main 2> ~/store/main.err; then echo PUSHED > ~/store/main.ok; fi`)
+	code, _, errb := f.box("run", "dobby")
+	if code != 0 {
+		t.Fatalf("ad-hoc run: %d %s", code, errb)
+	}
+	mainErr, _ := os.ReadFile(filepath.Join(f.w.Store(), "main.err"))
+	if _, err := os.Stat(filepath.Join(f.w.Store(), "main.ok")); err == nil || !strings.Contains(string(mainErr), "roster: ref_protected") {
+		t.Fatalf("the ad-hoc push to main: %s", mainErr)
+	}
+	if gittest.Git(t, repo, "rev-parse", "main") != base {
+		t.Fatal("main moved")
+	}
+	gittest.Git(t, repo, "rev-parse", "--verify", "roster/dobby/adhoc")
+}

@@ -102,6 +102,9 @@ func parseGateway(raw map[string]any, o *Org, bad func(key, msg string) error) e
 		if !providerNameRE().MatchString(name) {
 			return bad(key, fmt.Sprintf("%q is not a provider name (a lower-case letter, then up to 30 of a-z 0-9 -)", name))
 		}
+		if name == "git" {
+			return bad(key, "\"git\" is the gateway's git route (/git/NAME, docs/repos.md): name the provider otherwise")
+		}
 		var f providerFile
 		if err := decodeStrict(data, &f); err != nil {
 			return bad(key, tomlMsg(err))

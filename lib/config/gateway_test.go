@@ -50,6 +50,7 @@ func TestOrgGatewayBadTablesRefused(t *testing.T) {
 		{"[gateway.anthropic]\ncredentials = [\"keychain\"]\n", `gateway.anthropic.credentials: "keychain": a credential source is`},
 		{"[gateway.Bad]\nupstream = \"http://x\"\n", `gateway.Bad: "Bad" is not a provider name`},
 		{"[gateway.local]\napi = \"openai\"\n", `gateway.local.upstream: missing`},
+		{"[gateway.git]\nupstream = \"http://x\"\n", `"git" is the gateway's git route`},
 		{"[gateway.local]\napi = \"grpc\"\nupstream = \"http://x\"\n", `gateway.local.api: "grpc" must be`},
 		{"[gateway.local]\nupstream = \"http://x\"\ntypo = 1\n", `unknown key "typo"`},
 		{"[gateway.prices]\nm = { input = -1.0 }\n", `a price is 0 or more`},

@@ -145,7 +145,7 @@ func New(cfg Config) (*Gateway, error) {
 			p.Name = name
 			cfg.Providers[name] = p
 		}
-		if p.Name != name || !creds.ValidProviderName(name) {
+		if p.Name != name || !creds.ValidProviderName(name) || name == "git" {
 			return nil, fmt.Errorf("gateway provider %q: bad name: %w", name, errs.ErrUsage)
 		}
 		if p.Style != creds.StyleAnthropic && p.Style != creds.StyleOpenAI {

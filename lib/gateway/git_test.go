@@ -360,3 +360,13 @@ func TestGitUpstreamHeadIsProtected(t *testing.T) {
 		t.Fatalf("push = [\"*\"] lets any other branch through: %s", out)
 	}
 }
+
+// TestGitPushOverMaxPush: git's own receive.maxInputSize stops the pack;
+// the client is told push_too_large and nothing is kept.
+func TestGitPushOverMaxPush(t *testing.T) {
+	g := newGitRig(t, func(r *config.Repo) { r.MaxPush = 256 << 10 })
+	work := g.clone(t)
+	gittest.Git(t, work, "checkout", "-q", "-b", "roster/dobby/huge")
+	commitFile(t, work, "huge.txt", randomText(t, 1<<20))
+	g.refusedPush(t, work, "push_too_large", "origin", "roster/dobby/huge")
+}

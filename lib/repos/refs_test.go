@@ -78,3 +78,17 @@ func TestMatch(t *testing.T) {
 		}
 	}
 }
+
+func TestAtLeast(t *testing.T) {
+	for _, c := range []struct {
+		v    string
+		want bool
+	}{
+		{"git version 2.39.5", true}, {"git version 2.38.0", true}, {"git version 2.37.9", false},
+		{"git version 3.0", true}, {"git version 2.4", false}, {"git version 2.38.1.windows.1", true}, {"nonsense", false},
+	} {
+		if got := AtLeast(c.v, MinGit); got != c.want {
+			t.Errorf("AtLeast(%q) = %v", c.v, got)
+		}
+	}
+}
