@@ -94,14 +94,9 @@ func GitConfig(spec *config.Worker) []byte {
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Name < rs[j].Name })
 	for _, r := range rs {
 		route := BoxGatewayURL + "/git/" + r.Name
-		fmt.Fprintf(&b, "[url %q]\n", route)
-		if !r.Host() {
-			fmt.Fprintf(&b, "\tinsteadOf = %s\n", r.Remote)
-			if t := strings.TrimSuffix(r.Remote, ".git"); t != r.Remote {
-				fmt.Fprintf(&b, "\tinsteadOf = %s\n", t)
-			}
-		} else {
-			fmt.Fprintf(&b, "\tinsteadOf = %s\n", r.Remote)
+		fmt.Fprintf(&b, "[url %q]\n\tinsteadOf = %s\n", route, r.Remote)
+		if t := strings.TrimSuffix(r.Remote, ".git"); !r.Host() && t != r.Remote {
+			fmt.Fprintf(&b, "\tinsteadOf = %s\n", t) // the forge's URL without .git, as people copy it
 		}
 	}
 	return []byte(b.String())

@@ -67,13 +67,7 @@ var repoNameRE = lazyRegexp(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 func (sp *specParse) repos() error {
 	names := map[string]bool{}
 	for i, rf := range sp.f.Repo {
-		rbad := func(k, msg string) error {
-			line := sp.lines[fmt.Sprintf("repo[%d].%s", i, k)]
-			if line == 0 {
-				line = sp.lines[fmt.Sprintf("repo[%d]", i)]
-			}
-			return repoSpecError(sp.file, line, "repo."+k, msg)
-		}
+		rbad := func(k, msg string) error { return repoSpecError(sp.file, sp.tableLine("repo", i, k), "repo."+k, msg) }
 		if !repoNameRE().MatchString(rf.Name) || strings.HasSuffix(rf.Name, ".git") {
 			return rbad("name", fmt.Sprintf("%q is not a repo name (a-z or 0-9, then up to 62 of a-z 0-9 . _ -, not ending in .git)", rf.Name))
 		}

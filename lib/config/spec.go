@@ -410,6 +410,15 @@ type specParse struct {
 
 func (sp *specParse) bad(key, msg string) error { return specError(sp.file, sp.lines[key], key, msg) }
 
+// tableLine is the line of key in the i-th [[table]] of the spec, or of
+// the table's header when the key is not written (a missing one).
+func (sp *specParse) tableLine(table string, i int, key string) int {
+	if line := sp.lines[fmt.Sprintf("%s[%d].%s", table, i, key)]; line != 0 {
+		return line
+	}
+	return sp.lines[fmt.Sprintf("%s[%d]", table, i)]
+}
+
 func (sp *specParse) warn(format string, a ...any) {
 	sp.w.Warnings = append(sp.w.Warnings, fmt.Sprintf(format, a...))
 }
@@ -568,11 +577,7 @@ func (sp *specParse) connections() error {
 	ats := map[string]bool{}
 	for i, c := range sp.f.Connection {
 		cbad := func(k, msg string) error {
-			line := sp.lines[fmt.Sprintf("connection[%d].%s", i, k)]
-			if line == 0 {
-				line = sp.lines[fmt.Sprintf("connection[%d]", i)]
-			}
-			return specError(sp.file, line, "connection."+k, msg)
+			return specError(sp.file, sp.tableLine("connection", i, k), "connection."+k, msg)
 		}
 		if err := home.ValidWorker(c.Name); err != nil {
 			return cbad("name", fmt.Sprintf("%q is not a connection name (a lower-case letter, then up to 62 of a-z 0-9 _ -)", c.Name))

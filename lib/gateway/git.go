@@ -70,13 +70,13 @@ func (g *Gateway) serveGit(w http.ResponseWriter, r *http.Request, start time.Ti
 	switch {
 	case op == "info/refs":
 		h.Set("Content-Type", "application/x-"+svc+"-advertisement")
-		err = g.cfg.Git.Advertise(r.Context(), name, svc, r.Header.Get("Git-Protocol"), &lazyOK{w: cw})
+		err = g.cfg.Git.Advertise(r.Context(), name, svc, r.Header.Get("Git-Protocol"), &flushing{w: cw})
 	case svc == repos.UploadPack:
 		h.Set("Content-Type", "application/x-git-upload-pack-result")
-		err = g.cfg.Git.UploadPack(r.Context(), name, r.Header.Get("Git-Protocol"), io.LimitReader(cb, MaxFetchBody), &lazyOK{w: cw})
+		err = g.cfg.Git.UploadPack(r.Context(), name, r.Header.Get("Git-Protocol"), io.LimitReader(cb, MaxFetchBody), &flushing{w: cw})
 	default:
 		h.Set("Content-Type", "application/x-git-receive-pack-result")
-		res, err = g.cfg.Git.ReceivePack(r.Context(), name, cb, &lazyOK{w: cw})
+		res, err = g.cfg.Git.ReceivePack(r.Context(), name, cb, &flushing{w: cw})
 	}
 	entry.BytesUp, entry.BytesDn = cb.n, cw.n
 	if err != nil && cw.n == 0 {
@@ -130,11 +130,12 @@ func (g *Gateway) refuseGit(w http.ResponseWriter, r *http.Request, start time.T
 	g.record(e, "/git/"+e.Repo)
 }
 
-// lazyOK sends 200 with the first byte git writes (until then a failure
-// can still be answered as a refusal) and flushes each write.
-type lazyOK struct{ w *countingWriter }
+// flushing flushes each write to the box as git makes it (the status, 200,
+// goes with the first byte: until then a failure is still answered as a
+// refusal).
+type flushing struct{ w *countingWriter }
 
-func (l *lazyOK) Write(p []byte) (int, error) {
+func (l *flushing) Write(p []byte) (int, error) {
 	n, err := l.w.Write(p)
 	if f, ok := l.w.w.(http.Flusher); ok {
 		f.Flush()

@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -369,4 +372,56 @@ func TestGitPushOverMaxPush(t *testing.T) {
 	gittest.Git(t, work, "checkout", "-q", "-b", "roster/dobby/huge")
 	commitFile(t, work, "huge.txt", randomText(t, 1<<20))
 	g.refusedPush(t, work, "push_too_large", "origin", "roster/dobby/huge")
+}
+
+// TestGitCIAllowedAndMaxFiles: ci = true lets a CI file through;
+// max_files counts the files a push adds.
+func TestGitCIAllowedAndMaxFiles(t *testing.T) {
+	g := newGitRig(t, func(r *config.Repo) { r.CI, r.MaxFiles = true, 3 })
+	work := g.clone(t)
+	gittest.Git(t, work, "checkout", "-q", "-b", "roster/dobby/ci")
+	commitFile(t, work, ".github/workflows/x.yml", "on: push\n")
+	if out, ok := push(t, work, "origin", "roster/dobby/ci"); !ok {
+		t.Fatalf("a CI file with ci = true: %s", out)
+	}
+	for i := 0; i < 4; i++ {
+		commitFile(t, work, fmt.Sprintf("f%d.txt", i), fmt.Sprintf("file %d\n", i))
+	}
+	g.refusedPush(t, work, "roster: too_many_files", "origin", "roster/dobby/ci")
+}
+
+// TestGitGzipV2Request: a protocol v2 request with a gzip body (git sends
+// one when its negotiation is large) is decompressed and served.
+func TestGitGzipV2Request(t *testing.T) {
+	g := newGitRig(t, nil)
+	get, _ := http.NewRequest("GET", g.url+"/info/refs?service=git-upload-pack", nil)
+	get.Header.Set("Git-Protocol", "version=2")
+	resp, err := http.DefaultClient.Do(get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adv, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(adv), "version 2") || !strings.Contains(string(adv), "ls-refs") {
+		t.Fatalf("v2 advertisement: %q", adv)
+	}
+	var body bytes.Buffer
+	zw := gzip.NewWriter(&body)
+	zw.Write(repos.Pkt("command=ls-refs\n"))
+	zw.Write([]byte("0001"))
+	zw.Write(repos.Flush)
+	zw.Close()
+	post, _ := http.NewRequest("POST", g.url+"/git-upload-pack", &body)
+	post.Header.Set("Git-Protocol", "version=2")
+	post.Header.Set("Content-Encoding", "gzip")
+	post.Header.Set("Content-Type", "application/x-git-upload-pack-request")
+	resp, err = http.DefaultClient.Do(post)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(refs), "refs/heads/main") {
+		t.Fatalf("ls-refs over gzip: %d %q", resp.StatusCode, refs)
+	}
 }

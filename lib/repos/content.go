@@ -158,7 +158,19 @@ func (s *Service) checkBlobs(ctx context.Context, r config.Repo, dir string, qen
 		if len(f) != 3 {
 			return "bad_pack", "cannot read the pushed objects: " + clip(head, 100)
 		}
-		size, _ := strconv.ParseInt(f[2], 10, 64)
+		size, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil || size < 0 {
+			return "bad_pack", "cannot read the pushed objects: " + clip(head, 100)
+		}
+		if f[1] == "blob" {
+			files++
+			switch p := paths[f[0]]; {
+			case files > r.MaxFiles:
+				return RefuseTooManyFiles, fmt.Sprintf("the push adds more than %d files (max_files)", r.MaxFiles)
+			case size > r.MaxBlob: // refused before it is read: memory stays bounded by max_blob
+				return RefuseBlobTooLarge, fmt.Sprintf("%s: %d bytes, over max_blob (%s)", p, size, config.FormatSize(r.MaxBlob))
+			}
+		}
 		body := make([]byte, size+1)
 		if _, err := io.ReadFull(br, body); err != nil {
 			return "bad_pack", "cannot read the pushed objects"
@@ -166,14 +178,7 @@ func (s *Service) checkBlobs(ctx context.Context, r config.Repo, dir string, qen
 		if f[1] != "blob" {
 			continue
 		}
-		files++
 		p := paths[f[0]]
-		if files > r.MaxFiles {
-			return RefuseTooManyFiles, fmt.Sprintf("the push adds more than %d files (max_files)", r.MaxFiles)
-		}
-		if size > r.MaxBlob {
-			return RefuseBlobTooLarge, fmt.Sprintf("%s: %d bytes, over max_blob (%s)", p, size, config.FormatSize(r.MaxBlob))
-		}
 		for _, sec := range secrets {
 			if bytes.Contains(body[:size], []byte(sec.Value)) {
 				return RefuseSecret, fmt.Sprintf("%s holds a credential (the one %s gives): remove it from every pushed commit", p, sec.Source)

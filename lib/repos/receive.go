@@ -68,7 +68,6 @@ func (s *Service) ReceivePack(ctx context.Context, name string, body io.Reader, 
 		res.set(vs, Refused)
 		return res, writeReport(w, p, "ok", vs, nil)
 	}
-	defer s.lock(r.Name)()
 	unlock, err := s.flock(ctx, r)
 	if err != nil {
 		return nil, err
@@ -184,8 +183,9 @@ func headBranch(dir string) string {
 	return ref
 }
 
-// flock holds data/workers/W/repos/NAME.lock: one push at a time per repo
-// and worker, across its runs.
+// flock holds data/workers/W/repos/NAME.lock: one refresh, push or gate
+// landing at a time per repo and worker, across its runs (a flock per
+// open file: two requests of one gateway exclude each other too).
 func (s *Service) flock(ctx context.Context, r config.Repo) (func(), error) {
 	l, err := fsx.LockPath(ctx, filepath.Join(s.Dir, r.Name+".lock"), false, fsx.Forever)
 	if err != nil {

@@ -51,12 +51,12 @@ func writeReport(w io.Writer, p *Push, unpack string, vs []Verdict, msgs []strin
 		return err
 	}
 	if msg.Len() > 0 {
-		if err := writeBand(w, 2, []byte(msg.String()), false); err != nil {
+		if err := writeBand(w, 2, []byte(msg.String())); err != nil {
 			return err
 		}
 	}
 	if report {
-		if err := writeBand(w, 1, rep.Bytes(), false); err != nil {
+		if err := writeBand(w, 1, rep.Bytes()); err != nil {
 			return err
 		}
 	}
@@ -81,7 +81,7 @@ func reasonText(v Verdict) string { return oneLine("roster: " + v.Kind + ": " + 
 
 // writeBand writes data on side band n in packets git takes (at most
 // 65515 bytes of data each).
-func writeBand(w io.Writer, band byte, data []byte, _ bool) error {
+func writeBand(w io.Writer, band byte, data []byte) error {
 	const max = 65515
 	for len(data) > 0 {
 		n := min(len(data), max)

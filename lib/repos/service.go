@@ -43,7 +43,6 @@ type Service struct {
 
 	once     sync.Once
 	setupErr error
-	locks    sync.Map // repo name -> *sync.Mutex: one refresh or push at a time per repo
 }
 
 // Secret is one credential value and where it came from (a refusal names
@@ -95,13 +94,6 @@ func (s *Service) setup() error {
 	return s.setupErr
 }
 
-func (s *Service) lock(name string) func() {
-	m, _ := s.locks.LoadOrStore(name, &sync.Mutex{})
-	mu := m.(*sync.Mutex)
-	mu.Lock()
-	return mu.Unlock
-}
-
 // repoDir is where name is served from: a host repo's own path, or the
 // mirror, made and refreshed from the upstream first.
 func (s *Service) repoDir(ctx context.Context, r config.Repo) (string, error) {
@@ -112,7 +104,11 @@ func (s *Service) repoDir(ctx context.Context, r config.Repo) (string, error) {
 		return r.Remote, nil
 	}
 	dir := filepath.Join(s.Dir, r.Name+".git")
-	defer s.lock(r.Name)()
+	unlock, err := s.flock(ctx, r)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	if _, err := os.Stat(filepath.Join(dir, "HEAD")); errors.Is(err, os.ErrNotExist) {
 		if err := s.makeMirror(ctx, dir); err != nil {
 			return "", err

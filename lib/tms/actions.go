@@ -131,7 +131,7 @@ func (t *txn) planAction(run, served string, a Action) (ActionResult, []Line, er
 	}
 	var task *Task // a copy for a file action (its tasks kept encoded): only read
 	if served != "" {
-		if task = t.liveTask(served); task != nil && (task.State != Claimed || task.Claim == nil || task.Claim.Run != run) {
+		if task = t.liveTask(served); task != nil && !claimedBy(task, run) {
 			task = nil
 		}
 	}
@@ -192,11 +192,10 @@ func (t *txn) planAction(run, served string, a Action) (ActionResult, []Line, er
 		if len(a.Text) > MaxGateText {
 			return res, nil, usage("propose: the proposal is %d bytes, more than %d", len(a.Text), MaxGateText)
 		}
-		if len(task.Gates) >= 100 {
-			return res, nil, conflict("propose: the task already has 100 gates")
+		g, err := addGate(task, Gate{What: a.Text, Wake: a.Wake})
+		if err != nil {
+			return res, nil, fmt.Errorf("propose: %w", err)
 		}
-		g := Gate{ID: fmt.Sprintf("g%d", len(task.Gates)+1), What: a.Text, State: GatePending, Wake: a.Wake}
-		task.Gates = append(task.Gates, g)
 		res.Gate = g.ID
 		return res, []Line{{Event: EvGateProposed, Task: task.ID, Run: run, By: ByWorker, Gate: g.ID,
 			Records: []Record{taskRec(*task, false)}}}, nil

@@ -96,8 +96,12 @@ func (p *Partition) StillClaimed(ctx context.Context, id, run string) (bool, err
 	if err != nil {
 		return false, err
 	}
-	task := f.Task(id)
-	return task != nil && task.State == Claimed && task.Claim != nil && task.Claim.Run == run, nil
+	return claimedBy(f.Task(id), run), nil
+}
+
+// claimedBy tells whether task (nil: none) is claimed by run.
+func claimedBy(task *Task, run string) bool {
+	return task != nil && task.State == Claimed && task.Claim != nil && task.Claim.Run == run
 }
 
 // Attested reports how the host judged a run's task.
@@ -148,7 +152,7 @@ func (p *Partition) Attest(ctx context.Context, id, run string, ev runs.Evidence
 	}
 	defer t.end()
 	task := t.f.Task(id)
-	if task == nil || task.State != Claimed || task.Claim == nil || task.Claim.Run != run {
+	if !claimedBy(task, run) {
 		return AttestedCanceled, nil
 	}
 	verdict := Judge(&ev)
@@ -210,7 +214,7 @@ func (p *Partition) Reclaim(ctx context.Context, id, run, note string) (string, 
 	}
 	defer t.end()
 	task := t.f.Task(id)
-	if task == nil || task.State != Claimed || task.Claim == nil || task.Claim.Run != run {
+	if !claimedBy(task, run) {
 		return "", conflict("task %s is not claimed by run %s", id, run)
 	}
 	if gone, why := p.boxGone(task.Claim, t.now); !gone {

@@ -118,6 +118,19 @@ func (t *txn) fileContinuation(orig Task) (string, error) {
 	return cont, nil
 }
 
+// MaxGates bounds the gates of one task.
+const MaxGates = 100
+
+// addGate appends g to task as its next gate (g1, g2, ...), pending.
+func addGate(task *Task, g Gate) (Gate, error) {
+	if len(task.Gates) >= MaxGates {
+		return Gate{}, conflict("task %s already has %d gates", task.ID, MaxGates)
+	}
+	g.ID, g.State = fmt.Sprintf("g%d", len(task.Gates)+1), GatePending
+	task.Gates = append(task.Gates, g)
+	return g, nil
+}
+
 // OpenRepoGate adds a repo_push gate to task id, which run must hold
 // claimed: a push of that run to a host repo's protected ref, waiting in
 // push.Pending for review (the gateway's git route; journal
@@ -132,14 +145,13 @@ func (p *Partition) OpenRepoGate(ctx context.Context, id, run, what string, wake
 	}
 	defer t.end()
 	task := t.f.Task(id)
-	if task == nil || task.State != Claimed || task.Claim == nil || task.Claim.Run != run {
+	if !claimedBy(task, run) {
 		return "", conflict("task %s is not claimed by run %s: a push cannot be held for review on it", id, run)
 	}
-	if len(task.Gates) >= 100 {
-		return "", conflict("task %s already has 100 gates", id)
+	g, err := addGate(task, Gate{What: what, Wake: wake, Kind: GateRepoPush, Push: &push})
+	if err != nil {
+		return "", err
 	}
-	g := Gate{ID: fmt.Sprintf("g%d", len(task.Gates)+1), What: what, State: GatePending, Wake: wake, Kind: GateRepoPush, Push: &push}
-	task.Gates = append(task.Gates, g)
 	if _, err := t.emit(Line{Event: EvGateProposed, Task: id, Run: run, By: ByHost, Gate: g.ID, Records: []Record{taskRec(*task, false)}}, true); err != nil {
 		return "", err
 	}
