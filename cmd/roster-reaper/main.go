@@ -2,7 +2,9 @@
 // "Pid 1 is a reaper"; lib/box/reaper): it runs the box's command, forwards
 // the signals it gets to it, reaps every orphan, and exits with the
 // command's status, which ends the box. With --gateway it also relays the
-// box's own 127.0.0.1:3128 to the run's gateway socket (docs/gateway.md).
+// box's own 127.0.0.1:3128 to the run's gateway socket (docs/gateway.md),
+// and with --knowledge it clones the worker's knowledge repo through it
+// into ~/knowledge before the command starts (docs/repos.md).
 //
 // It is a program of its own, bind-mounted into every box beside
 // roster-task and roster-lock, because it starts with every box: linked
@@ -27,18 +29,23 @@ import (
 
 	"github.com/roster-sh/roster/lib/box/reaper"
 	"github.com/roster-sh/roster/lib/errs"
+	"golang.org/x/sys/unix"
 )
 
 // version is set at build time (-ldflags "-X main.version=...").
 var version = "dev"
 
-const usage = `Usage: roster-reaper [--status-fd=N] [--gateway=ADDR,SOCK] -- COMMAND [ARG]...
+const usage = `Usage: roster-reaper [--status-fd=N] [--gateway=ADDR,SOCK] [--knowledge=URL,BRANCH] -- COMMAND [ARG]...
 
 The box's pid 1: runs COMMAND, forwards signals to it, reaps orphans and
 exits with COMMAND's status (128+N if a signal N killed it).
 
   --status-fd=N         say "signal N" on descriptor N when a signal killed COMMAND
   --gateway=ADDR,SOCK   also relay TCP ADDR to the Unix socket SOCK
+  --knowledge=URL,BRANCH
+                        first clone URL into $HOME/knowledge and check out a
+                        new BRANCH (empty: stay on main); a failure is said
+                        on stderr and COMMAND runs without it
   --version             print the version and exit
 `
 
@@ -50,10 +57,10 @@ func main() {
 // 1's exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	if os.Getenv("ROSTER_DUMP_GRAMMAR") == "1" { // cmd/roster's man-page test
-		io.WriteString(stdout, "roster-reaper\nroster-reaper\t--gateway\nroster-reaper\t--status-fd\nroster-reaper\t--version\n")
+		io.WriteString(stdout, "roster-reaper\nroster-reaper\t--gateway\nroster-reaper\t--knowledge\nroster-reaper\t--status-fd\nroster-reaper\t--version\n")
 		return 0
 	}
-	status, gateway := -1, ""
+	status, gateway, knowledge := -1, "", ""
 	for len(args) > 0 && args[0] != "--" {
 		a := args[0]
 		args = args[1:]
@@ -76,6 +83,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 				return usageError(stderr, a+": ADDR,SOCK")
 			}
 			gateway = g
+		case strings.HasPrefix(a, "--knowledge="):
+			knowledge = strings.TrimPrefix(a, "--knowledge=")
+			if url, _, ok := strings.Cut(knowledge, ","); !ok || url == "" {
+				return usageError(stderr, a+": URL,BRANCH (BRANCH may be empty)")
+			}
 		default:
 			return usageError(stderr, "unknown argument "+strconv.Quote(a)+" (the command goes after --)")
 		}
@@ -87,6 +99,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if addr, sock, ok := strings.Cut(gateway, ","); ok {
 		if _, err := reaper.Relay(addr, sock); err != nil {
 			io.WriteString(stderr, "roster-reaper: gateway relay on "+addr+": "+err.Error()+"\n")
+		}
+	}
+	if url, branch, ok := strings.Cut(knowledge, ","); ok {
+		if status >= 0 {
+			unix.CloseOnExec(status) // git must not hold it
+		}
+		dir := os.Getenv("HOME") + "/knowledge"
+		if err := reaper.Knowledge(url, dir, branch, os.Environ()); err != nil {
+			io.WriteString(stderr, "roster-reaper: the knowledge clone at "+dir+": "+err.Error()+" (the run goes on without it)\n")
 		}
 	}
 	code, err := reaper.Run(args, os.Environ(), status)

@@ -93,6 +93,9 @@ func showBlock(w io.Writer, e runs.Entry, r *runs.Record, zone *time.Location) e
 			}
 			line(k, pushLine(p))
 		}
+		if k := gr.Knowledge; k != nil {
+			line("knowledge", knowledgeLine(k))
+		}
 	}
 	if len(r.Actions) == 0 {
 		line("actions", "none")
@@ -144,6 +147,22 @@ func pushLine(p runs.GitRef) string {
 		s += " (" + p.Refusal + ")"
 	}
 	return s
+}
+
+// knowledgeLine is "write, landed 9e1d2b4 (2 commits)", "read" or
+// "write, nothing landed".
+func knowledgeLine(k *runs.GitKnowledge) string {
+	if k.Landed == "" {
+		if k.Access == "read" {
+			return "read"
+		}
+		return k.Access + ", nothing landed"
+	}
+	id := k.Landed
+	if len(id) > 7 {
+		id = id[:7]
+	}
+	return fmt.Sprintf("%s, landed %s (%s)", k.Access, id, plural(k.Commits, "commit"))
 }
 
 func gatewaySummary(g *runs.GatewaySummary) string {

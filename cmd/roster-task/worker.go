@@ -19,6 +19,7 @@ import (
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/repos"
 	"github.com/roster-sh/roster/lib/tms"
 )
 
@@ -115,6 +116,9 @@ func (c *WorkerAddCmd) Run(g *cli.Globals, env *cli.Env) error {
 	// from the start, not from the dispatcher's first tick.
 	if err := syncHeartbeat(env, h, w); err != nil {
 		env.Warn("worker %s added, but its heartbeat template is not written yet (the dispatcher writes it): %v", w.Name, err)
+	}
+	if err := repos.MakeWorkerKnowledge(env.Ctx, h.Worker(w.Name).Knowledge(), w.Name); err != nil {
+		env.Warn("worker %s added, but its knowledge repo is not made yet (its first run makes it): %v", w.Name, err)
 	}
 	fmt.Fprintln(env.Stdout, w.Name)
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/repos"
 	"github.com/roster-sh/roster/lib/runs"
 )
 
@@ -183,6 +184,13 @@ func initArgs(s *Spec) []string {
 	a := []string{BoxBin + "/" + ReaperTool, "--status-fd=3"}
 	if s.Network == "gateway" {
 		a = append(a, "--gateway="+BoxGatewayAddr+","+BoxGatewaySock)
+		if s.Knowledge != "" {
+			branch := ""
+			if s.Knowledge == "write" {
+				branch = repos.KnowledgeRunPrefix + s.Run
+			}
+			a = append(a, "--knowledge="+BoxGatewayURL+"/git/"+repos.KnowledgeName+","+branch)
+		}
 	}
 	return append(a, "--")
 }

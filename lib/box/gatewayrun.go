@@ -39,7 +39,7 @@ func runGateway(h home.Home, spec *config.Worker, org *config.Org, s *Spec, task
 		if task != nil {
 			taskID = task.ID
 		}
-		git, err := runGit(h, spec, org, sources, granted, s.Run, taskID)
+		git, err := runGit(h, spec, org, sources, granted, s.Run, taskID, s.Knowledge)
 		if err != nil {
 			return nil, err
 		}
@@ -83,8 +83,8 @@ func (s *served) Report(rec *runs.Record, ev *runs.Evidence) {
 	rec.Cost.InputTokens, rec.Cost.OutputTokens = u.InputTokens, u.OutputTokens
 	rec.Cost.CacheReadTokens, rec.Cost.CacheWriteTokens = u.CacheReadTokens, u.CacheWriteTokens
 	rec.Cost.USD = u.USD
-	if p := s.g.Pushes(); len(p) > 0 {
-		rec.Git = &runs.GitRecord{Pushes: p}
+	if p, k := s.g.Pushes(), s.g.Knowledge(); len(p) > 0 || k != nil {
+		rec.Git = &runs.GitRecord{Pushes: p, Knowledge: k}
 	}
 	if sum.Refused > 0 {
 		ev.GatewayRefused = sum.Refused

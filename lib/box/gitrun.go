@@ -2,7 +2,9 @@ package box
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/creds"
+	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/repos"
 	"github.com/roster-sh/roster/lib/tms"
@@ -25,14 +28,16 @@ const BoxGitConfig = BoxSelf + "/gitconfig"
 const GitHookCommand = "git-hook"
 
 // runGit is the git service of a run of spec (nil when it has no [[repo]]
-// grant): its mirrors in data/workers/W/repos, each remote's token looked
+// grant and no knowledge repo): its knowledge repo (knowledge: "write",
+// "read" or "" for none; made if missing, the run/RUN branches of runs
+// gone pruned), its mirrors in data/workers/W/repos, each remote's token looked
 // up fresh at each use, the secrets the content rules scan for (every
 // credential this worker's gateway can resolve), this program as the
 // pre-receive hook, and a push to a host repo's protected ref held as a
 // repo_push gate on the run's task (an ad-hoc run has none: refused). A grant with no git on the host fails the run's start
 // with what is needed.
-func runGit(h home.Home, spec *config.Worker, org *config.Org, sources creds.Creds, granted []string, run, task string) (*repos.Service, error) {
-	if len(spec.Repos) == 0 {
+func runGit(h home.Home, spec *config.Worker, org *config.Org, sources creds.Creds, granted []string, run, task, knowledge string) (*repos.Service, error) {
+	if len(spec.Repos) == 0 && knowledge == "" {
 		return nil, nil
 	}
 	bin, err := repos.Find()
@@ -62,8 +67,22 @@ func runGit(h home.Home, spec *config.Worker, org *config.Org, sources creds.Cre
 		}
 		return out
 	}
-	svc := &repos.Service{Git: &repos.Git{Bin: bin}, Worker: spec.Name, Dir: filepath.Join(h.Worker(spec.Name).Dir, "repos"),
+	w := h.Worker(spec.Name)
+	svc := &repos.Service{Git: &repos.Git{Bin: bin}, Worker: spec.Name, Dir: filepath.Join(w.Dir, "repos"),
 		Repos: spec.Repos, Token: token, Secrets: secrets, HookArgv: []string{self, GitHookCommand}, Run: run}
+	if knowledge != "" {
+		svc.Knowledge = &repos.Knowledge{Dir: w.Knowledge(), ReadOnly: knowledge == "read"}
+		kept := func(id string) bool {
+			_, err := os.Lstat(filepath.Join(w.Runs(), id))
+			return !errors.Is(err, fs.ErrNotExist) // unreadable: kept
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := svc.PrepareKnowledge(ctx, kept); err != nil {
+			return nil, errs.WithHint(fmt.Errorf("the knowledge repo %s: %w", svc.Knowledge.Dir, err),
+				"check it with git fsck; a repo moved aside is made again, empty, at the next run")
+		}
+	}
 	if task != "" {
 		svc.Gate = func(ctx context.Context, g repos.GateRequest) (string, error) {
 			p, err := tms.Open(h, spec.Name, tms.Options{})
@@ -81,9 +100,10 @@ func runGit(h home.Home, spec *config.Worker, org *config.Org, sources creds.Cre
 // repo's real URL rewritten to its gateway route (so `git clone
 // https://github.com/acme/app.git` just works), the worker as author, no
 // credential helper. A host repo is reached by its path's name:
-// `git clone http://127.0.0.1:3128/git/NAME`.
-func GitConfig(spec *config.Worker) []byte {
-	if len(spec.Repos) == 0 {
+// `git clone http://127.0.0.1:3128/git/NAME`. knowledge: the run has a
+// knowledge repo (the config is written even with no [[repo]]).
+func GitConfig(spec *config.Worker, knowledge bool) []byte {
+	if len(spec.Repos) == 0 && !knowledge {
 		return nil
 	}
 	var b strings.Builder

@@ -15,6 +15,7 @@ import (
 	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/repos"
 	"github.com/roster-sh/roster/lib/snap"
 	"github.com/roster-sh/roster/lib/suite"
 	"github.com/roster-sh/roster/lib/tms"
@@ -101,10 +102,11 @@ func Prepare(ctx context.Context, r Request) (*Supervision, error) {
 		s.Command = r.Command
 	}
 	if s.Network == "gateway" {
+		s.Knowledge = knowledgeAccess(channel, sup.Task)
 		var genv []string
 		sup.Gateway, genv = runGateway(h, spec, org, s, sup.Task, time.Now())
 		s.Env = append(s.Env, genv...)
-		s.GitConfig = GitConfig(spec)
+		s.GitConfig = GitConfig(spec, s.Knowledge != "")
 	}
 	if spec.Agent != "" && len(r.Command) == 0 {
 		if sup.Agent, err = prepareAgent(spec, org, s); err != nil {
@@ -226,4 +228,19 @@ func killedBy(ee *exec.ExitError) unix.Signal {
 		return ws.Signal()
 	}
 	return 0
+}
+
+// knowledgeAccess is a gateway run's access to its worker's knowledge repo
+// (Spec.Knowledge): none without git on the host; read for a run that
+// serves a channel or carries one's content (a relay, or a task filed
+// from one), so what a conversation said never lands in the knowledge
+// every run reads; write otherwise.
+func knowledgeAccess(channel string, t *tms.Task) string {
+	if _, err := repos.Find(); err != nil {
+		return ""
+	}
+	if channel != "" || (t != nil && (t.Kind == tms.KindRelay || t.From != "")) {
+		return "read"
+	}
+	return "write"
 }

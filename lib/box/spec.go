@@ -25,6 +25,10 @@ type Spec struct {
 
 	Connections []Connection
 	GitConfig   []byte // the box's git config for its [[repo]] grants, at BoxGitConfig ("" = none)
+	// Knowledge is the run's access to its knowledge repo: "write" (cloned
+	// at ~/knowledge on run/RUN), "read" (cloned on main, pushes refused)
+	// or "" (none: no gateway, or no git on the host).
+	Knowledge string
 
 	// Host paths.
 	Store        string            // data/workers/W/store

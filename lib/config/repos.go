@@ -57,6 +57,10 @@ type repoFile struct {
 	MaxFiles      *int64   `toml:"max_files"`
 }
 
+// KnowledgeRepo is the knowledge repo's route name, /git/knowledge:
+// no [[repo]] may take it.
+const KnowledgeRepo = "knowledge"
+
 // repoNameRE is a repo grant's name: the /git/NAME of its route.
 var repoNameRE = lazyRegexp(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 
@@ -70,6 +74,9 @@ func (sp *specParse) repos() error {
 		rbad := func(k, msg string) error { return repoSpecError(sp.file, sp.tableLine("repo", i, k), "repo."+k, msg) }
 		if !repoNameRE().MatchString(rf.Name) || strings.HasSuffix(rf.Name, ".git") {
 			return rbad("name", fmt.Sprintf("%q is not a repo name (a-z or 0-9, then up to 62 of a-z 0-9 . _ -, not ending in .git)", rf.Name))
+		}
+		if rf.Name == KnowledgeRepo {
+			return rbad("name", fmt.Sprintf("%q is the worker's own knowledge repo (/git/knowledge, always there): name this repo otherwise", rf.Name))
 		}
 		if names[rf.Name] {
 			return rbad("name", fmt.Sprintf("%q is given twice", rf.Name))

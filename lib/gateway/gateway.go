@@ -252,6 +252,15 @@ func (g *Gateway) Pushes() []runs.GitRef {
 	return append([]runs.GitRef(nil), g.pushes...)
 }
 
+// Knowledge is run.json's git.knowledge: the run's knowledge access and
+// what it landed (nil: the run had none).
+func (g *Gateway) Knowledge() *runs.GitKnowledge {
+	if g.cfg.Git == nil || g.cfg.Git.Knowledge == nil {
+		return nil
+	}
+	return g.cfg.Git.Knowledge.Record(g.cfg.Git.Run)
+}
+
 // Summary is run.json's gateway summary and cost figures so far.
 func (g *Gateway) Summary() (runs.GatewaySummary, Usage) {
 	g.mu.Lock()

@@ -106,6 +106,7 @@ func (w Worker) TasksIndexLock() string  { return filepath.Join(w.Dir, "tasks", 
 func (w Worker) View() string            { return filepath.Join(w.Dir, "view") }
 func (w Worker) Schedule() string        { return filepath.Join(w.Dir, "view", "schedule.json") }
 func (w Worker) Runs() string            { return filepath.Join(w.Dir, "runs") }
+func (w Worker) Knowledge() string       { return filepath.Join(w.Dir, "knowledge.git") }
 func (w Worker) Run(id string) string    { return filepath.Join(w.Dir, "runs", id) }
 
 // WorkerOfStore recognises real (absolute, symlinks resolved) as a

@@ -98,7 +98,9 @@ func (s *Service) ReceivePack(ctx context.Context, name string, body io.Reader, 
 		}
 	}
 	msgs := out.messages
-	if j.ok {
+	if j.ok && s.isKnowledge(r) {
+		s.landedMain(ctx, dir, p.Commands)
+	} else if j.ok {
 		s.recordOwn(r, p.Commands)
 		msgs = append(msgs, s.openGates(ctx, r, dir, j)...)
 	}
@@ -161,6 +163,11 @@ func (s *Service) preJudge(r config.Repo, dir string, p *Push) []Verdict {
 // policy is r's ref policy for this worker: its grant, with the
 // upstream's HEAD branch protected too (the mirror's HEAD points at it).
 func (s *Service) policy(r config.Repo, dir string) Policy {
+	if s.isKnowledge(r) {
+		runBranch := KnowledgeRunPrefix + s.Run
+		return Policy{Push: r.Push, Force: "own", ReadOnly: s.Knowledge.ReadOnly,
+			Own: func(b string) bool { return b == runBranch }}
+	}
 	own := s.readOwn(r)
 	protect := r.Protect
 	if head := headBranch(dir); head != "" && !Match(protect, head) {
@@ -366,6 +373,9 @@ func (j *judgeRun) judge(ctx context.Context, req hookRequest) hookAnswer {
 	if lines := refusedLines(j.verdicts); lines != nil {
 		return hookAnswer{Lines: lines}
 	}
+	if lines := j.stale(ctx); lines != nil {
+		return hookAnswer{Lines: lines}
+	}
 	if kind, msg := j.s.checkContent(ctx, j.r, j.dir, qenv, j.push.Commands); kind != "" {
 		for i := range j.verdicts {
 			j.verdicts[i].Kind, j.verdicts[i].Reason = kind, msg
@@ -383,6 +393,36 @@ func (j *judgeRun) judge(ctx context.Context, req hookRequest) hookAnswer {
 	}
 	j.ok = true
 	return hookAnswer{OK: true}
+}
+
+// stale refuses the push when a ref it updates moved since the client
+// read it (another run's push landed first; the repo's lock is held, so
+// nothing moves it now): git's own "fetch first", as a refusal the client
+// prints. A gated ref is checked when its gate is resolved.
+func (j *judgeRun) stale(ctx context.Context) []string {
+	for i, c := range j.push.Commands {
+		if j.verdicts[i].Gate {
+			continue
+		}
+		cur := ""
+		if out, err := j.s.Git.Run(ctx, j.dir, nil, "rev-parse", "--verify", "--quiet", c.Ref); err == nil {
+			cur = strings.TrimSpace(string(out))
+		}
+		if (cur == "" && c.Create()) || cur == c.Old {
+			continue
+		}
+		why := "moved since this clone read it"
+		if cur != "" {
+			why += " (it is at " + short(cur) + " now)"
+		}
+		why += ": git fetch, rebase onto it (git pull --rebase), then push again"
+		for k := range j.verdicts {
+			j.verdicts[k].Kind, j.verdicts[k].Reason = RefuseAtomic, "not updated: the push is all-or-nothing and "+c.Ref+" was refused"
+		}
+		j.verdicts[i].Kind, j.verdicts[i].Reason = RefuseFetchFirst, why
+		return refusedLines(j.verdicts)
+	}
+	return nil
 }
 
 // quarantine checks the hook's quarantine paths (inside the repo's

@@ -40,6 +40,9 @@ type Service struct {
 	// HookArgv starts roster's pre-receive hook (HookMain): the supervisor
 	// runs itself as `roster-box git-hook`.
 	HookArgv []string
+	// Knowledge is the run's access to the worker's knowledge repo,
+	// /git/knowledge (nil: none).
+	Knowledge *Knowledge
 
 	once     sync.Once
 	setupErr error
@@ -57,6 +60,12 @@ var ErrNotGranted = errors.New(RefuseRepoNotGranted)
 
 // Grant returns the grant named name.
 func (s *Service) Grant(name string) (config.Repo, error) {
+	if name == KnowledgeName {
+		if s.Knowledge == nil {
+			return config.Repo{}, fmt.Errorf("%w: this run has no knowledge repo", ErrNotGranted)
+		}
+		return s.Knowledge.grant(s.Run), nil
+	}
 	for _, r := range s.Repos {
 		if r.Name == name {
 			return r, nil
@@ -92,6 +101,36 @@ func (s *Service) setup() error {
 		s.Git = &g
 	})
 	return s.setupErr
+}
+
+// isKnowledge tells the knowledge repo's grant.
+func (s *Service) isKnowledge(r config.Repo) bool {
+	return s.Knowledge != nil && r.Name == KnowledgeName && r.Remote == s.Knowledge.Dir
+}
+
+// PrepareKnowledge makes the worker's knowledge repo if it is missing and
+// prunes the run/RUN branches of runs gone (keep tells a run whose record
+// is still kept), under the repo's lock.
+func (s *Service) PrepareKnowledge(ctx context.Context, keep func(run string) bool) error {
+	if s.Knowledge == nil {
+		return nil
+	}
+	if err := s.setup(); err != nil {
+		return err
+	}
+	r := s.Knowledge.grant(s.Run)
+	unlock, err := s.flock(ctx, r)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := s.Git.MakeKnowledge(ctx, s.Knowledge.Dir, s.Worker); err != nil {
+		return err
+	}
+	if keep != nil {
+		_, err = s.Git.PruneRunBranches(ctx, s.Knowledge.Dir, keep)
+	}
+	return err
 }
 
 // repoDir is where name is served from: a host repo's own path, or the

@@ -93,7 +93,17 @@ type Record struct {
 // GitRecord is run.json's "git": each ref a push of the run asked to
 // update and its outcome.
 type GitRecord struct {
-	Pushes []GitRef `json:"pushes"`
+	Pushes    []GitRef      `json:"pushes"`
+	Knowledge *GitKnowledge `json:"knowledge,omitempty"`
+}
+
+// GitKnowledge is run.json's git.knowledge: the run's access to its
+// worker's knowledge repo, its own branch, and what it landed on main.
+type GitKnowledge struct {
+	Access  string `json:"access"`           // "write" or "read"
+	Branch  string `json:"branch,omitempty"` // run/RUN (write access)
+	Landed  string `json:"landed"`           // the last commit it landed on main ("" = none)
+	Commits int    `json:"commits,omitempty"`
 }
 
 // Notified is how a run's [notify] on_failure hook went.

@@ -1,0 +1,48 @@
+package reaper
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// KnowledgeTimeout bounds the knowledge clone: a box whose gateway does
+// not answer starts without it rather than not at all.
+const KnowledgeTimeout = 2 * time.Minute
+
+// Knowledge clones the run's knowledge repo from url (the gateway's
+// /git/knowledge) into dir with the box's own git, as the box user, and
+// checks out branch, the run's own (empty: stay on main, a read-only
+// clone). The host never checks out a tree (docs/repos.md). An error
+// says why; the box goes on without ~/knowledge.
+func Knowledge(url, dir, branch string, env []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), KnowledgeTimeout)
+	defer cancel()
+	git := func(args ...string) error {
+		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd.Env = env
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			msg := strings.TrimSpace(out.String())
+			if len(msg) > 400 {
+				msg = msg[:400] + "..."
+			}
+			if ctx.Err() != nil {
+				msg = "no answer in " + KnowledgeTimeout.String()
+			}
+			return errors.New("git " + args[0] + ": " + err.Error() + ": " + msg)
+		}
+		return nil
+	}
+	if err := git("clone", "--quiet", "--", url, dir); err != nil {
+		return err
+	}
+	if branch == "" {
+		return nil
+	}
+	return git("-C", dir, "checkout", "--quiet", "-b", branch)
+}
