@@ -29,9 +29,11 @@ func TestShowAndLsTellThePushes(t *testing.T) {
 	const fix = "3f2a1c0d9e8b7a6f5e4d3c2b1a0f9e8d7c6b5a49"
 	write("2026-12-06-10-00-00-aaaa", &runs.GitRecord{Pushes: []runs.GitRef{
 		{Repo: "app", Ref: "refs/heads/roster/dobby/fix", Old: strings.Repeat("0", 40), New: fix, Outcome: "pushed"},
-		{Repo: "app", Ref: "refs/heads/main", Old: fix, New: fix, Outcome: "refused", Refusal: "ref_protected"}}})
+		{Repo: "app", Ref: "refs/heads/main", Old: fix, New: fix, Outcome: "refused", Refusal: "ref_protected"}},
+		Knowledge: &runs.GitKnowledge{Access: "write", Branch: "run/2026-12-06-10-00-00-aaaa", Landed: "9e1d2b4c" + fix[8:], Commits: 2}})
 	write("2026-12-06-10-00-02-bbbb", &runs.GitRecord{Pushes: []runs.GitRef{
-		{Repo: "lib", Ref: "refs/heads/main", Old: fix, New: fix, Outcome: "refused", Refusal: "ref_protected"}}})
+		{Repo: "lib", Ref: "refs/heads/main", Old: fix, New: fix, Outcome: "refused", Refusal: "ref_protected"}},
+		Knowledge: &runs.GitKnowledge{Access: "read"}})
 	write("2026-12-06-10-00-04-cccc", nil)
 	run := func(args ...string) string {
 		var out, errb bytes.Buffer
@@ -44,6 +46,12 @@ func TestShowAndLsTellThePushes(t *testing.T) {
 	show := run("show", "2026-12-06-10-00-00-aaaa")
 	if !strings.Contains(show, "pushed app roster/dobby/fix 3f2a1c0") || !strings.Contains(show, "refused app main 3f2a1c0 (ref_protected)") {
 		t.Fatalf("show:\n%s", show)
+	}
+	if !strings.Contains(show, "knowledge  write, landed 9e1d2b4 (2 commits)\n") {
+		t.Fatalf("show's knowledge line:\n%s", show)
+	}
+	if show := run("show", "2026-12-06-10-00-02-bbbb"); !strings.Contains(show, "knowledge  read\n") {
+		t.Fatalf("show's knowledge line of a read-only run:\n%s", show)
 	}
 	for _, c := range []struct{ repo, want string }{{"*", "aaaa"}, {"app", "aaaa"}, {"lib", ""}} {
 		out := run("ls", "--pushed", c.repo, "--json")

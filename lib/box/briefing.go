@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/repos"
 	"github.com/roster-sh/roster/lib/tms"
 )
 
@@ -22,7 +23,10 @@ type BriefingInput struct {
 	Channel  string    // "" = no channel store
 	Clean    bool      // an ad-hoc --clean run: role and how-to only
 	Repos    []config.Repo
-	Now      time.Time
+	// Knowledge is the run's knowledge access, Spec.Knowledge ("write",
+	// "read", "" = none).
+	Knowledge string
+	Now       time.Time
 }
 
 type recallPart struct {
@@ -148,6 +152,9 @@ func guidance(in BriefingInput, add func(part, source, why, text string)) {
 	if len(in.Repos) > 0 {
 		add("repos", "workers/"+in.Worker+".toml: [[repo]]", "the git repositories this worker may fetch and push", reposBriefing(in.Repos))
 	}
+	if in.Knowledge != "" {
+		add("knowledge", "data/workers/"+in.Worker+"/knowledge.git", "the worker's knowledge repo, cloned at ~/knowledge", knowledgeBriefing(in.Run, in.Knowledge))
+	}
 	add("locks", "roster", "several boxes and the host share the store",
 		"## Locks\n\n"+
 			"`roster-lock NAME -- COMMAND` runs COMMAND holding the named lock in `~/store/.locks` (exit 11 when busy with `--nonblock`). "+
@@ -186,6 +193,26 @@ func reposBriefing(rs []config.Repo) string {
 		fmt.Fprintf(&b, ". No submodules, no symlinks out of the tree, no tags; blobs up to %s, a push up to %s; a push holding a credential is refused.\n",
 			config.FormatSize(r.MaxBlob), config.FormatSize(r.MaxPush))
 	}
+	return b.String()
+}
+
+// knowledgeBriefing tells how knowledge lands (docs/repos.md, "The
+// knowledge repo").
+func knowledgeBriefing(run, access string) string {
+	var b strings.Builder
+	b.WriteString("## Knowledge\n\n")
+	b.WriteString("`~/knowledge` is a clone of your knowledge repo: what your earlier runs learned and kept, " +
+		"for every later run to read. It is not in your store and is not snapshotted; git is its history.\n\n")
+	if access == "read" {
+		b.WriteString("This run serves a conversation (or carries its content), so it may only read knowledge: " +
+			"what a private conversation said never lands where every run reads it. Pushes are refused (`knowledge_read_only`).\n")
+		return b.String()
+	}
+	fmt.Fprintf(&b, "It is checked out on your own branch `%s%s`: commit and push it as you like (`git push origin HEAD`). "+
+		"To land knowledge, push to `main`, fast-forward only: `git push origin HEAD:main`. "+
+		"If git says \"fetch first\" (another run landed first), fetch, rebase and push again: "+
+		"`git pull --rebase origin main && git push origin HEAD:main`. Keep it to what later runs need; no secrets.\n",
+		repos.KnowledgeRunPrefix, run)
 	return b.String()
 }
 

@@ -101,3 +101,24 @@ func TestBriefingTeachesWhatAWorkerIsAskedFor(t *testing.T) {
 		}
 	}
 }
+
+// The briefing says how knowledge lands (write) or that it may only be
+// read (a channel run), and says nothing of it without access.
+func TestBriefingTellsHowKnowledgeLands(t *testing.T) {
+	md, recall := CompileBriefing(BriefingInput{Worker: "w", Run: "r1", Knowledge: "write", Now: time.Now()})
+	for _, want := range []string{"## Knowledge", "`run/r1`", "`git push origin HEAD:main`", "fetch first", "`git pull --rebase origin main"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("a write run's briefing lacks %q:\n%s", want, md)
+		}
+	}
+	if !strings.Contains(string(recall), `"part": "knowledge"`) {
+		t.Errorf("recall.json has no knowledge part: %s", recall)
+	}
+	md, _ = CompileBriefing(BriefingInput{Worker: "w", Run: "r1", Knowledge: "read", Channel: "#ops", Now: time.Now()})
+	if !strings.Contains(string(md), "knowledge_read_only") || strings.Contains(string(md), "HEAD:main") {
+		t.Errorf("a read run's briefing:\n%s", md)
+	}
+	if md, _ = CompileBriefing(BriefingInput{Worker: "w", Run: "r1", Now: time.Now()}); strings.Contains(string(md), "## Knowledge") {
+		t.Errorf("a run without knowledge is told of it:\n%s", md)
+	}
+}

@@ -135,7 +135,7 @@ func Prepare(ctx context.Context, r Request) (*Supervision, error) {
 			s.Tools[t] = p
 		}
 	}
-	sup.Briefing = BriefingInput{Worker: r.Worker, Role: spec.Role, Run: run, Task: sup.Task, Channel: channel, Clean: r.Clean, Repos: spec.Repos, Now: time.Now()}
+	sup.Briefing = BriefingInput{Worker: r.Worker, Role: spec.Role, Run: run, Task: sup.Task, Channel: channel, Clean: r.Clean, Repos: spec.Repos, Knowledge: s.Knowledge, Now: time.Now()}
 	if !r.Clean {
 		if f, err := part.Read(ctx); err == nil {
 			sup.Briefing.Schedule = f

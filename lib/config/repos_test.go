@@ -63,6 +63,7 @@ func TestRepoRefused(t *testing.T) {
 	for _, c := range []struct{ body, want string }{
 		{"name = \"App\"\nremote = \"https://github.com/a/b\"\n", "repo.name"},
 		{"name = \"app.git\"\nremote = \"https://github.com/a/b\"\n", "repo.name"},
+		{"name = \"knowledge\"\nremote = \"https://github.com/a/b\"\n", "own knowledge repo"},
 		{"name = \"app\"\nremote = \"http://github.com/a/b\"\n", "only to loopback"},
 		{"name = \"app\"\nremote = \"ssh://github.com/a/b\"\n", "scheme"},
 		{"name = \"app\"\nremote = \"git@github.com:a/b.git\"\n", "repo.remote"},
