@@ -79,4 +79,26 @@ roster-task complete read`)
 	if k := rec2.Git.Knowledge; k == nil || k.Access != "read" || k.Landed != "" {
 		t.Fatalf("the relay's run.json git: %+v", rec2.Git)
 	}
+	// The journal has each push: an action line by worker, no version.
+	lines, err := f.part.Journal(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range lines {
+		if l.Event == tms.EvAction && l.Action != nil && l.Action.Kind == tms.ActPush {
+			if l.Version != 0 || l.By != tms.ByWorker || len(l.Push) != 1 || l.Push[0].Repo != repos.KnowledgeName {
+				t.Fatalf("push line %+v", l)
+			}
+			who := "clean"
+			if l.Run == rec2.ID {
+				who = "relay"
+			}
+			got = append(got, who+" "+strings.TrimPrefix(l.Push[0].Ref, "refs/heads/")+" "+l.Action.Outcome)
+		}
+	}
+	want := []string{"clean main ok", "clean run/" + rec.ID + " ok", "relay main refused: knowledge_read_only"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("journal push lines:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

@@ -88,6 +88,13 @@ func printLine(w io.Writer, l *tms.Line, zone *time.Location) error {
 	if l.Action != nil {
 		extra = append(extra, "action="+l.Action.Kind, "outcome="+strconv.Quote(l.Action.Outcome))
 	}
+	for _, r := range l.Push {
+		id := r.New
+		if len(id) > 7 {
+			id = id[:7]
+		}
+		extra = append(extra, "push="+r.Repo+":"+strings.TrimPrefix(r.Ref, "refs/heads/")+"@"+id+":"+r.Outcome)
+	}
 	if l.Evidence != nil {
 		extra = append(extra, fmt.Sprintf("exit=%d report=%s", l.Evidence.Exit, l.Evidence.Report))
 		if l.Evidence.Note != "" {

@@ -83,6 +83,15 @@ func runGit(h home.Home, spec *config.Worker, org *config.Org, sources creds.Cre
 				"check it with git fsck; a repo moved aside is made again, empty, at the next run")
 		}
 	}
+	svc.Journal = func(ctx context.Context, refs []repos.RefResult) {
+		p, err := tms.Open(h, spec.Name, tms.Options{})
+		if err == nil {
+			err = p.JournalPush(ctx, run, task, refs)
+		}
+		if err != nil { // the ledger and run.json still have the push
+			fmt.Fprintf(os.Stderr, "roster-box: run %s: the journal's push line: %v\n", run, err)
+		}
+	}
 	if task != "" {
 		svc.Gate = func(ctx context.Context, g repos.GateRequest) (string, error) {
 			p, err := tms.Open(h, spec.Name, tms.Options{})

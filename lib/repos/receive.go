@@ -44,8 +44,21 @@ type RefResult = runs.GitRef
 // host repo's protected ref is received into refs/roster/pending/... and
 // held for review (Service.Gate). git answers roster, not the client:
 // roster writes the client's report itself, each refusal as "ng REF
-// roster: KIND: reason" and its messages on side band 2.
+// roster: KIND: reason" and its messages on side band 2. Each push's
+// outcome goes to Service.Journal.
 func (s *Service) ReceivePack(ctx context.Context, name string, body io.Reader, w io.Writer) (*PushResult, error) {
+	res, err := s.receivePack(ctx, name, body, w)
+	if res != nil && len(res.Refs) > 0 && s.Journal != nil {
+		refs := append([]RefResult(nil), res.Refs...)
+		for i := range refs {
+			refs[i].Repo = name
+		}
+		s.Journal(ctx, refs)
+	}
+	return res, err
+}
+
+func (s *Service) receivePack(ctx context.Context, name string, body io.Reader, w io.Writer) (*PushResult, error) {
 	r, err := s.Grant(name)
 	if err != nil {
 		return nil, err

@@ -37,6 +37,9 @@ type Service struct {
 	// repo's protected ref and returns its id; nil (an ad-hoc run, no
 	// task): such a push is refused.
 	Gate func(ctx context.Context, g GateRequest) (string, error)
+	// Journal is told each push's refs and their outcomes (the task
+	// journal's line); nil: not journaled.
+	Journal func(ctx context.Context, refs []RefResult)
 	// HookArgv starts roster's pre-receive hook (HookMain): the supervisor
 	// runs itself as `roster-box git-hook`.
 	HookArgv []string

@@ -311,6 +311,7 @@ type Line struct {
 	Records  []Record       `json:"records,omitempty"`
 	Channel  string         `json:"channel,omitempty"` // forgotten: the channel, percent-encoded
 	Forgot   *ForgetCounts  `json:"forgot,omitempty"`  // forgotten: what went
+	Push     []runs.GitRef  `json:"push,omitempty"`    // a push action: its refs and outcomes
 }
 
 // ActionLog is what an `action` line says about an action from a box.
