@@ -23,7 +23,24 @@ type Provider struct {
 	Credentials []string // sources tried in order at every request: "vault", "pi", "env:NAME", "file:PATH"
 	KeyEnv      string   // the box variable that gets a placeholder key
 	BaseEnv     string   // the box variable that gets the route's URL
+	// Paths are the "METHOD /path" pairs the route forwards: its API's
+	// (RoutePaths) and org.toml's paths, added to them. A path ending in
+	// "/*" covers what is under it.
+	Paths []string
 }
+
+// RoutePaths are the requests a model route of api forwards by default:
+// inference and the model list, never files, batches, admin or
+// fine-tuning (docs/gateway.md, "Model routes forward only inference").
+func RoutePaths(api string) []string {
+	if api == "anthropic" {
+		return []string{"POST /v1/messages", "POST /v1/messages/count_tokens", "GET /v1/models", "GET /v1/models/*"}
+	}
+	return []string{"POST /v1/chat/completions", "POST /v1/responses", "POST /v1/embeddings", "GET /v1/models", "GET /v1/models/*"}
+}
+
+// routePathRE is one "METHOD /path" pair of a provider's paths.
+var routePathRE = lazyRegexp(`^[A-Z]{3,7} /[A-Za-z0-9._~/:-]*(/\*)?$`)
 
 // Price is a model's price in USD per million tokens.
 type Price struct{ Input, Output, CacheRead, CacheWrite float64 }
@@ -33,9 +50,11 @@ type Price struct{ Input, Output, CacheRead, CacheWrite float64 }
 func BuiltinProviders() map[string]Provider {
 	return map[string]Provider{
 		"anthropic": {Name: "anthropic", API: "anthropic", Upstream: "https://api.anthropic.com",
-			Credentials: []string{"vault", "pi", "env:ANTHROPIC_API_KEY"}, KeyEnv: "ANTHROPIC_API_KEY", BaseEnv: "ANTHROPIC_BASE_URL"},
+			Credentials: []string{"vault", "pi", "env:ANTHROPIC_API_KEY"}, KeyEnv: "ANTHROPIC_API_KEY", BaseEnv: "ANTHROPIC_BASE_URL",
+			Paths: RoutePaths("anthropic")},
 		"openai": {Name: "openai", API: "openai", Upstream: "https://api.openai.com",
-			Credentials: []string{"vault", "pi", "env:OPENAI_API_KEY"}, KeyEnv: "OPENAI_API_KEY", BaseEnv: "OPENAI_BASE_URL"},
+			Credentials: []string{"vault", "pi", "env:OPENAI_API_KEY"}, KeyEnv: "OPENAI_API_KEY", BaseEnv: "OPENAI_BASE_URL",
+			Paths: RoutePaths("openai")},
 	}
 }
 
@@ -58,6 +77,7 @@ type providerFile struct {
 	Credentials []string `toml:"credentials"`
 	KeyEnv      *string  `toml:"key_env"`
 	BaseEnv     *string  `toml:"base_env"`
+	Paths       []string `toml:"paths"`
 }
 
 type priceFile struct {
@@ -147,6 +167,12 @@ func parseGateway(raw map[string]any, o *Org, bad func(key, msg string) error) e
 		for k, v := range map[string]string{"key_env": p.KeyEnv, "base_env": p.BaseEnv} {
 			if !envNameRE().MatchString(v) {
 				return bad(key+"."+k, fmt.Sprintf("%q is not an environment variable name", v))
+			}
+		}
+		p.Paths = append(RoutePaths(p.API), f.Paths...)
+		for _, rp := range f.Paths {
+			if !routePathRE().MatchString(rp) || strings.Contains(rp, "/../") || strings.HasSuffix(rp, "/..") {
+				return bad(key+".paths", fmt.Sprintf("%q is not \"METHOD /path\" (e.g. \"POST /v1/messages\"; a trailing /* covers what is under it)", rp))
 			}
 		}
 		o.Gateway.Providers[name] = p

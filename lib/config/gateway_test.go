@@ -12,6 +12,7 @@ func TestOrgGatewayTables(t *testing.T) {
 	o, err := ParseOrg("org.toml", []byte(`
 [gateway.anthropic]
 upstream = "http://127.0.0.1:9999"
+paths = ["POST /v1/complete", "GET /v1/files/*"]
 [gateway.local]
 api = "anthropic"
 upstream = "http://127.0.0.1:4000/v"
@@ -28,6 +29,12 @@ proactive_usd = 1.5
 	a := o.Gateway.Providers["anthropic"]
 	if a.Upstream != "http://127.0.0.1:9999" || a.API != "anthropic" || len(a.Credentials) != 3 || a.KeyEnv != "ANTHROPIC_API_KEY" {
 		t.Errorf("anthropic = %+v", a)
+	}
+	if got := strings.Join(a.Paths, ","); got != "POST /v1/messages,POST /v1/messages/count_tokens,GET /v1/models,GET /v1/models/*,POST /v1/complete,GET /v1/files/*" {
+		t.Errorf("anthropic paths = %s", got)
+	}
+	if got := strings.Join(o.Gateway.Providers["openai"].Paths, ","); !strings.HasPrefix(got, "POST /v1/chat/completions,POST /v1/responses,POST /v1/embeddings,") {
+		t.Errorf("openai paths = %s", got)
 	}
 	l := o.Gateway.Providers["local"]
 	if l.API != "anthropic" || l.Upstream != "http://127.0.0.1:4000/v" || l.KeyEnv != "LOCAL_API_KEY" || l.BaseEnv != "LOCAL_BASE_URL" || l.Credentials[0] != "file:/etc/k" {
@@ -54,6 +61,10 @@ func TestOrgGatewayBadTablesRefused(t *testing.T) {
 		{"[gateway.local]\napi = \"grpc\"\nupstream = \"http://x\"\n", `gateway.local.api: "grpc" must be`},
 		{"[gateway.local]\nupstream = \"http://x\"\ntypo = 1\n", `unknown key "typo"`},
 		{"[gateway.prices]\nm = { input = -1.0 }\n", `a price is 0 or more`},
+		{"[gateway.openai]\npaths = [\"/v1/files\"]\n", `gateway.openai.paths: "/v1/files" is not "METHOD /path"`},
+		{"[gateway.openai]\npaths = [\"post /v1/files\"]\n", `is not "METHOD /path"`},
+		{"[gateway.openai]\npaths = [\"POST /v1/../admin\"]\n", `is not "METHOD /path"`},
+		{"[gateway.openai]\npaths = [\"POST /v1/*/x\"]\n", `is not "METHOD /path"`},
 		{"[gateway]\nanthropic = 3\n", `gateway.anthropic: must be a table`},
 		{"[budget]\nproactive_tokens = -1\n", `budget.proactive_tokens: must be 0`},
 	} {

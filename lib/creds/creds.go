@@ -27,6 +27,10 @@ type Provider struct {
 	Credentials []string // sources tried in order at every request: "vault", "pi", "env:NAME", "file:PATH"
 	KeyEnv      string   // the box's key variable that gets a placeholder
 	BaseEnv     string   // the box's base URL variable
+	// Paths are the "METHOD /path" pairs the route forwards (a trailing
+	// "/*" covers what is under it); nil: its style's defaults
+	// (config.RoutePaths).
+	Paths []string
 }
 
 // Provider styles.

@@ -11,7 +11,8 @@ func OrgProviders(org *config.Org) map[string]Provider {
 	}
 	for n, p := range org.Gateway.Providers {
 		ps[n] = Provider{Name: n, Style: p.API, Upstream: p.Upstream,
-			Credentials: append([]string{}, p.Credentials...), KeyEnv: p.KeyEnv, BaseEnv: p.BaseEnv}
+			Credentials: append([]string{}, p.Credentials...), KeyEnv: p.KeyEnv, BaseEnv: p.BaseEnv,
+			Paths: append([]string{}, p.Paths...)}
 	}
 	return ps
 }

@@ -161,7 +161,7 @@ func New(cfg Config) (*Gateway, error) {
 			}
 		}
 		g.upstreams[name] = &upstream{url: u, base: strings.TrimSuffix(u.EscapedPath(), "/"), route: "/" + name,
-			host: u.Hostname(), port: portOf(u)}
+			host: u.Hostname(), port: portOf(u), paths: newRoutePaths(p)}
 	}
 	for _, name := range cfg.Granted {
 		if _, ok := cfg.Providers[name]; !ok {

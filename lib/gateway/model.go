@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/creds"
 	"github.com/roster-sh/roster/lib/runs"
 )
@@ -36,6 +37,45 @@ type upstream struct {
 	route string // "/NAME"
 	host  string
 	port  int
+	paths routePaths
+}
+
+// routePaths is the requests a model route forwards: "METHOD /path"
+// exactly, or under a "METHOD /prefix/*".
+type routePaths struct {
+	exact    map[string]bool
+	prefixes []string // "METHOD /prefix/"
+}
+
+func newRoutePaths(p creds.Provider) routePaths {
+	list := p.Paths
+	if list == nil {
+		list = config.RoutePaths(p.Style)
+	}
+	rp := routePaths{exact: map[string]bool{}}
+	for _, s := range list {
+		if pre, ok := strings.CutSuffix(s, "/*"); ok {
+			rp.prefixes = append(rp.prefixes, pre+"/")
+		} else {
+			rp.exact[s] = true
+		}
+	}
+	return rp
+}
+
+// allows tells whether the route forwards method to path (escaped, the
+// part after /PROVIDER; a percent-encoded spelling matches nothing).
+func (rp *routePaths) allows(method, path string) bool {
+	key := method + " " + path
+	if rp.exact[key] {
+		return true
+	}
+	for _, pre := range rp.prefixes {
+		if strings.HasPrefix(key, pre) && len(key) > len(pre) {
+			return true
+		}
+	}
+	return false
 }
 
 // modelCall is one model request on its way through the proxy: one
@@ -345,6 +385,11 @@ func (m *modelProxy) serve(w http.ResponseWriter, r *http.Request, p creds.Provi
 	}
 	if !g.granted[p.Name] {
 		rf.kind, rf.msg = runs.RefuseProviderNotGranted, "this worker's [gateway] providers do not include "+p.Name
+		g.refuse(w, r, start, rf)
+		return
+	}
+	if !up.paths.allows(r.Method, rest) {
+		rf.kind, rf.msg = runs.RefuseRouteDenied, "the "+p.Name+" route forwards inference only; "+clip(r.Method, 20)+" "+clip(rest, 120)+" is not among its paths (org.toml [gateway."+p.Name+"] paths adds one)"
 		g.refuse(w, r, start, rf)
 		return
 	}

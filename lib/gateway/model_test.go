@@ -445,3 +445,44 @@ func TestUpstreamsAreDialedOnlyThroughConfigDial(t *testing.T) {
 		}
 	}
 }
+
+// A model route forwards inference only: files, batches, admin and
+// fine-tuning calls never reach the upstream with the real key; org.toml's
+// paths add one (exactly, or under a prefix with /*).
+func TestRouteDeniedOutsideTheProvidersPaths(t *testing.T) {
+	up := newFakeUpstream(t, realOAI)
+	c := vaultCreds(t, map[string]string{"openai": realOAI})
+	ps := providers(nil, up, c)
+	p := ps["openai"]
+	p.Paths = append(p.Paths, "POST /v1/chat/summaries", "GET /v1/chat/extra/*")
+	ps["openai"] = p
+	r := newRig(t, Config{Providers: ps, Granted: []string{"openai"}, Creds: c})
+	for _, c := range []struct{ method, path string }{
+		{"POST", "/openai/v1/files"}, {"POST", "/openai/v1/batches"}, {"GET", "/openai/v1/organization/users"},
+		{"POST", "/openai/v1/fine_tuning/jobs"}, {"DELETE", "/openai/v1/models/ft-1"}, {"GET", "/openai/v1/chat/completions"},
+		{"POST", "/openai/v1/%63hat/completions"}, {"POST", "/openai/v1/chat/completions/x"}, {"GET", "/openai/v1/chat/extra"},
+	} {
+		req, _ := http.NewRequest(c.method, "http://gateway"+c.path, strings.NewReader(`{}`))
+		resp, err := r.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertRefusal(t, resp, runs.RefuseRouteDenied, creds.StyleOpenAI)
+	}
+	if n := up.calls.Load(); n != 0 {
+		t.Fatalf("the upstream was called %d times", n)
+	}
+	for _, path := range []string{"/openai/v1/chat/completions", "/openai/v1/chat/summaries"} {
+		if resp := r.post(path, `{"model":"gpt-test"}`); resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", path, resp.StatusCode)
+		}
+	}
+	req, _ := http.NewRequest("GET", "http://gateway/openai/v1/chat/extra/thing", nil)
+	if resp, err := r.client.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("a path under an added prefix: %v %v", resp, err)
+	}
+	sum, _ := r.g.Summary()
+	if sum.Refusals[runs.RefuseRouteDenied] != 9 {
+		t.Fatalf("refusals %+v", sum.Refusals)
+	}
+}

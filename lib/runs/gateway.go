@@ -55,6 +55,7 @@ const (
 	RefuseIPLiteral          = "ip_literal"
 	RefusePrivateAddress     = "private_address"
 	RefuseProviderNotGranted = "provider_not_granted"
+	RefuseRouteDenied        = "route_denied"
 	RefuseNoCredential       = "no_credential"
 	RefuseCredentialExpired  = "credential_expired"
 	RefuseCredentialRejected = "credential_rejected"
