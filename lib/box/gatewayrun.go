@@ -27,7 +27,7 @@ func runGateway(h home.Home, spec *config.Worker, org *config.Org, s *Spec, task
 	env := gateway.BoxEnv(providers, granted, sources, BoxGatewayURL, now)
 	cfg := gateway.Config{
 		Worker: spec.Name, Providers: providers, Granted: granted,
-		Allow: spec.Gateway.Allow, Prices: gatewayPrices(org), Creds: sources,
+		Allow: spec.Gateway.Allow, Inflight: spec.Gateway.Inflight, Prices: gatewayPrices(org), Creds: sources,
 	}
 	proactive := task != nil && task.Standing == tms.Proactive
 	if proactive && (org.Budget.Tokens > 0 || org.Budget.USD > 0) {
@@ -83,6 +83,7 @@ func (s *served) Report(rec *runs.Record, ev *runs.Evidence) {
 	rec.Cost.InputTokens, rec.Cost.OutputTokens = u.InputTokens, u.OutputTokens
 	rec.Cost.CacheReadTokens, rec.Cost.CacheWriteTokens = u.CacheReadTokens, u.CacheWriteTokens
 	rec.Cost.USD = u.USD
+	rec.Cost.Estimated = u.Estimated
 	if p, k := s.g.Pushes(), s.g.Knowledge(); len(p) > 0 || k != nil {
 		rec.Git = &runs.GitRecord{Pushes: p, Knowledge: k}
 	}

@@ -34,6 +34,7 @@ type Worker struct {
 	Gateway     struct {
 		Providers []string // model routes this worker may use (default: its agent's provider)
 		Allow     []string // CONNECT / http targets (ValidGrant)
+		Inflight  int      // model calls of one run at once (0: the gateway's default, 8)
 	}
 	Memory      int64 // bytes
 	HostMemory  int64 // host_memory: the supervisor's own cgroup bound, bytes
@@ -89,6 +90,7 @@ type workerFile struct {
 	Gateway     struct {
 		Providers *[]string `toml:"providers"`
 		Allow     []string  `toml:"allow"`
+		Inflight  int       `toml:"inflight"`
 	} `toml:"gateway"`
 	Connection []struct {
 		Name string `toml:"name"`
@@ -481,6 +483,10 @@ func (sp *specParse) gateway() error {
 	if len(f.Gateway.Allow) > 0 {
 		w.Gateway.Allow = append([]string{}, f.Gateway.Allow...)
 	}
+	if f.Gateway.Inflight < 0 || f.Gateway.Inflight > 256 {
+		return bad("gateway.inflight", fmt.Sprintf("%d: model calls of one run at once, 1 to 256 (default 8)", f.Gateway.Inflight))
+	}
+	w.Gateway.Inflight = f.Gateway.Inflight
 	if len(w.Command) == 0 && w.Agent == "" {
 		sp.warn("worker %s: no command in %s: dispatch holds its tasks until one is set", sp.name, sp.file)
 	}

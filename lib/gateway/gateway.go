@@ -39,6 +39,7 @@ type Usage struct {
 	ModelCalls                                                   int
 	InputTokens, OutputTokens, CacheReadTokens, CacheWriteTokens int64
 	USD                                                          *float64
+	Estimated                                                    bool // some call's usage was estimated
 }
 
 // Limits bound what a hostile box can make the gateway hold; zero fields
@@ -82,6 +83,9 @@ type Config struct {
 	Prices      map[string]Price          // by model name
 	Creds       creds.Creds
 	Budget      *Budget // nil: none (owner work is never refused for budget)
+	// Inflight bounds the run's model calls at once; more wait (0:
+	// DefaultInflight).
+	Inflight int
 	Ledger      string  // runs/RUN/gateway.jsonl ("" = none, tests only)
 	LedgerMax   int64   // 0 = DefaultLedgerMax
 	Now         func() time.Time
@@ -121,6 +125,12 @@ type Gateway struct {
 	usd      float64 // priced spend of this run
 	unpriced int     // calls with tokens but no price
 	pushes   []runs.GitRef
+
+	slots     chan struct{} // model calls in flight (Config.Inflight)
+	reserved  reservation   // what admitted calls still hold (admit.go)
+	holding   int           // calls holding a reservation
+	settled   chan struct{} // closed (and replaced) at each settle
+	estimated int           // calls whose usage was estimated
 }
 
 // New validates cfg (an unknown granted provider or a bad allow entry is an
@@ -135,7 +145,11 @@ func New(cfg Config) (*Gateway, error) {
 		}
 	}
 	g := &Gateway{cfg: cfg, lim: cfg.Limits.withDefaults(), granted: map[string]bool{},
-		upstreams: map[string]*upstream{}, tunnels: map[net.Conn]struct{}{}}
+		upstreams: map[string]*upstream{}, tunnels: map[net.Conn]struct{}{}, settled: make(chan struct{})}
+	if cfg.Inflight <= 0 {
+		cfg.Inflight = DefaultInflight
+	}
+	g.slots = make(chan struct{}, cfg.Inflight)
 	if g.cfg.Dial == nil {
 		g.cfg.Dial = (&net.Dialer{Timeout: g.lim.DialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	}
@@ -275,6 +289,7 @@ func (g *Gateway) Summary() (runs.GatewaySummary, Usage) {
 		s.LastRefusal = &lr
 	}
 	u := g.usage
+	u.Estimated = g.estimated > 0
 	if u.ModelCalls > 0 && g.unpriced == 0 {
 		usd := g.usd
 		u.USD = &usd

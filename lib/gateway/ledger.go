@@ -242,6 +242,9 @@ func appendEntry(b []byte, e *runs.LedgerEntry) []byte {
 		b = append(b, `,"request_id":`...)
 		b = jsonw.AppendString(b, e.RequestID, true)
 	}
+	if e.Estimated {
+		b = append(b, `,"estimated":true`...)
+	}
 	b = appendGit(b, e)
 	if e.Dropped != 0 {
 		b = append(b, `,"dropped":`...)

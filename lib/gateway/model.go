@@ -86,6 +86,8 @@ type modelCall struct {
 	upstream *upstream
 	cred     creds.Credential
 	rest     string // the path after /PROVIDER, escaped
+	req      *modelRequest
+	cut      bool // the answer's body ended in an error (a broken stream)
 	status   int
 	reqID    string
 	usage    *usageReader // nil until the answer begins
@@ -327,9 +329,13 @@ func (m *modelProxy) modifyResponse(resp *http.Response) error {
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 		resp.Header.Set("X-Roster-Refusal", runs.RefuseCredentialRejected)
 	}
-	c.reader.init(c.p.Style, isEventStream(resp.Header.Get("Content-Type")))
-	c.usage = &c.reader
-	c.downBody = meteredBody{rc: resp.Body, n: &c.down, w: c.usage}
+	ct := resp.Header.Get("Content-Type")
+	c.downBody = meteredBody{rc: resp.Body, n: &c.down, cut: &c.cut, w: io.Discard}
+	if c.req.infer && usageBearing(resp.StatusCode, ct) {
+		c.reader.init(c.p.Style, isEventStream(ct))
+		c.usage = &c.reader
+		c.downBody.w = c.usage
+	}
 	resp.Body = &c.downBody
 	return nil
 }
@@ -393,6 +399,23 @@ func (m *modelProxy) serve(w http.ResponseWriter, r *http.Request, p creds.Provi
 		g.refuse(w, r, start, rf)
 		return
 	}
+	mr, err := readModelRequest(r)
+	if err != nil {
+		rf.kind, rf.msg = refusalFor(err)
+		g.refuse(w, r, start, rf)
+		return
+	}
+	mr.infer = inference(r.Method, rest)
+	if mr.wantsUsageOption(p, rest) {
+		mr.body = mr.withUsageOption()
+	}
+	mr.setBody(r)
+	price, priced := g.priceOf(mr.model)
+	if b := g.cfg.Budget; b != nil && b.USD > 0 && mr.infer && !priced {
+		rf.kind, rf.msg, rf.hint = runs.RefuseModelUnpriced, "model "+strconv.Quote(mr.model)+" has no price, and a proactive_usd budget cannot count it", "use a priced model, or the operator adds its price (org.toml [prices])"
+		g.refuse(w, r, start, rf)
+		return
+	}
 	if why := g.budgetSpent(); why != "" {
 		rf.kind, rf.msg = runs.RefuseBudgetSpent, why
 		g.refuse(w, r, start, rf)
@@ -409,7 +432,17 @@ func (m *modelProxy) serve(w http.ResponseWriter, r *http.Request, p creds.Provi
 		g.refuse(w, r, start, rf)
 		return
 	}
-	c := &modelCall{p: p, upstream: up, cred: cred, rest: rest}
+	release, why := g.takeTurn(r.Context(), mr, price, priced)
+	if why != "" {
+		rf.kind, rf.msg = runs.RefuseBudgetSpent, why
+		g.refuse(w, r, start, rf)
+		return
+	}
+	if release == nil {
+		return // the box went away while its call waited
+	}
+	defer release()
+	c := &modelCall{p: p, upstream: up, cred: cred, rest: rest, req: mr}
 	fullDuplex(w)
 	if gc, _ := r.Context().Value(connKey{}).(*gwConn); gc != nil {
 		gc.call = c
@@ -445,11 +478,18 @@ func (m *modelProxy) record(c *modelCall, entry runs.LedgerEntry, start time.Tim
 	var u callUsage
 	if c.usage != nil {
 		u = c.usage.result()
+		if !u.final || c.cut {
+			estimate(&u, int64(len(c.req.body)), entry.BytesDn)
+			entry.Estimated = true
+		}
+	}
+	if u.Model == "" {
+		u.Model = c.req.model
 	}
 	entry.Model = u.Model
 	entry.InputTokens, entry.OutputTokens = u.Input, u.Output
 	entry.CacheReadTokens, entry.CacheWriteTokens = u.CacheRead, u.CacheWrite
-	if cost, priced := g.account(u); priced {
+	if cost, priced := g.account(u, c.req.model, entry.Estimated); priced {
 		entry.CostUSD = &cost
 	}
 	entry.MS = g.cfg.Now().Sub(start).Milliseconds()
@@ -463,22 +503,19 @@ func (g *Gateway) budgetSpent() string {
 		return ""
 	}
 	g.mu.Lock()
-	tokens := b.SpentTokens + g.usage.InputTokens + g.usage.OutputTokens
-	usd := b.SpentUSD + g.usd
-	g.mu.Unlock()
-	if b.Tokens > 0 && tokens >= b.Tokens {
-		return "the worker has used " + strconv.FormatInt(tokens, 10) + " of its " + strconv.FormatInt(b.Tokens, 10) + " proactive tokens today"
-	}
-	if b.USD > 0 && usd >= b.USD {
-		return "the worker has spent $" + strconv.FormatFloat(usd, 'f', 2, 64) + " of its $" + strconv.FormatFloat(b.USD, 'f', 2, 64) + " proactive budget today"
-	}
-	return ""
+	defer g.mu.Unlock()
+	return spentWhy(b, b.SpentTokens+g.usage.InputTokens+g.usage.OutputTokens, b.SpentUSD+g.usd)
 }
 
 // account adds a call's usage to the run's and returns its cost, and
 // whether the model is priced.
-func (g *Gateway) account(u callUsage) (float64, bool) {
+func (g *Gateway) account(u callUsage, asked string, estimated bool) (float64, bool) {
 	price, priced := g.priceOf(u.Model)
+	if !priced {
+		// The model the request named prices an answer naming another
+		// (an alias the price list lacks cannot step around the budget).
+		price, priced = g.priceOf(asked)
+	}
 	var cost float64
 	if priced {
 		cost = (float64(u.Input)*price.Input + float64(u.Output)*price.Output +
@@ -491,9 +528,12 @@ func (g *Gateway) account(u callUsage) (float64, bool) {
 	g.usage.OutputTokens += u.Output
 	g.usage.CacheReadTokens += u.CacheRead
 	g.usage.CacheWriteTokens += u.CacheWrite
+	if estimated {
+		g.estimated++
+	}
 	if priced {
 		g.usd += cost
-	} else if u.sawUsage {
+	} else if u.sawUsage || estimated {
 		g.unpriced++
 	}
 	return cost, priced
@@ -554,9 +594,10 @@ func (b *countingBody) Close() error { return b.rc.Close() }
 // meteredBody counts a response body's bytes and shows them to the usage
 // reader on their way down.
 type meteredBody struct {
-	rc io.ReadCloser
-	n  *atomic.Int64
-	w  io.Writer
+	rc  io.ReadCloser
+	n   *atomic.Int64
+	cut *bool
+	w   io.Writer
 }
 
 func (b *meteredBody) Read(p []byte) (int, error) {
@@ -564,6 +605,9 @@ func (b *meteredBody) Read(p []byte) (int, error) {
 	if n > 0 {
 		b.n.Add(int64(n))
 		b.w.Write(p[:n])
+	}
+	if err != nil && err != io.EOF {
+		*b.cut = true
 	}
 	return n, err
 }

@@ -317,12 +317,12 @@ func TestBudgetUSD(t *testing.T) {
 	r := newRig(t, Config{Providers: providers(up, nil, c), Granted: []string{"anthropic"}, Creds: c,
 		Prices: map[string]Price{"claude-test": {Input: 1e5, Output: 1e5}},
 		Budget: &Budget{USD: 2, SpentUSD: 0.5}})
-	resp := r.post("/anthropic/v1/messages", `{}`)
+	resp := r.post("/anthropic/v1/messages", `{"model":"claude-test"}`)
 	readAll(t, resp)
 	if resp.StatusCode != 200 {
 		t.Fatal(resp.StatusCode)
 	}
-	assertRefusal(t, r.post("/anthropic/v1/messages", `{}`), runs.RefuseBudgetSpent, creds.StyleAnthropic)
+	assertRefusal(t, r.post("/anthropic/v1/messages", `{"model":"claude-test"}`), runs.RefuseBudgetSpent, creds.StyleAnthropic)
 }
 
 // A rotated key is used at the next request; a removed one is refused at

@@ -148,7 +148,7 @@ func TestUsageFromStreamsAndBodies(t *testing.T) {
 				r.Write([]byte(tc.body[i:min(i+step, len(tc.body))]))
 			}
 			got := r.result()
-			got.sawUsage = false
+			got.sawUsage, got.final = false, false
 			if got != tc.want {
 				t.Errorf("%s (step %d): %+v, want %+v", tc.name, step, got, tc.want)
 			}

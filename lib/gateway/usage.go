@@ -21,6 +21,9 @@ type callUsage struct {
 	ID                                   string
 	Input, Output, CacheRead, CacheWrite int64
 	sawUsage                             bool
+	// final: the usage that ends the answer was seen (Anthropic's stream
+	// tells input first, output at its message_delta).
+	final bool
 }
 
 // usageReader extracts usage from a response body as its bytes pass
@@ -256,6 +259,9 @@ func (r *usageReader) sseLine(line []byte) {
 	setStr(&u.Model, ev.Model)
 	setStr(&u.ID, ev.ID)
 	u.addUsage(r.style, ev.Usage.fieldsOrNil())
+	if u.sawUsage && (r.style != creds.StyleAnthropic || ev.Type == "message_delta" && ev.Usage != nil) {
+		u.final = true
+	}
 }
 
 // apply reads the captured top-level values of a JSON body.
@@ -278,6 +284,7 @@ func (j *jsonTop) apply(r *usageReader) {
 		var f usageFields
 		if decodeUsage(v, &f) {
 			r.u.addUsage(r.style, &f)
+			r.u.final = r.u.sawUsage
 		}
 	}
 }
@@ -287,7 +294,7 @@ const (
 	capModel = iota
 	capID
 	capUsage
-	capKeys
+	capKeys = 6 // room for a request's keys too (admit.go)
 )
 
 func captureKey(key []byte) int {
@@ -311,6 +318,11 @@ type jsonTop struct {
 	span    [capKeys][2]int // each captured value's place in kept
 	got     [capKeys]bool
 	applied bool
+	// pick names the keys captured (nil: captureKey, a response's); dup:
+	// a captured key came twice; escKey: a top-level key held an escape.
+	pick   func(key []byte) int
+	dup    bool
+	escKey bool
 
 	depth   int  // nesting depth; 1 = inside the top-level object
 	inStr   bool // inside a string
@@ -363,6 +375,9 @@ func (j *jsonTop) feed(p []byte) {
 			}
 		}
 		if j.inStr {
+			if j.inKey && c == '\\' && j.depth == 1 {
+				j.escKey = true
+			}
 			if j.inKey && !j.esc && c != '"' && j.keyLen < len(j.key) {
 				j.key[j.keyLen] = c
 				j.keyLen++
@@ -434,7 +449,15 @@ func (j *jsonTop) feed(p []byte) {
 
 func (j *jsonTop) startValue(c byte) {
 	j.expect = 2 // the value has begun; a comma ends it
-	if k := captureKey(j.key[:j.keyLen]); k >= 0 && !j.got[k] {
+	pick := j.pick
+	if pick == nil {
+		pick = captureKey
+	}
+	k := pick(j.key[:j.keyLen])
+	if k >= 0 && (j.got[k] || j.capture == k) {
+		j.dup = true
+	}
+	if k >= 0 && !j.got[k] {
 		j.capture = k
 		j.val = append(j.val[:0], c)
 	}

@@ -36,6 +36,9 @@ type LedgerEntry struct {
 	CacheWriteTokens int64    `json:"cache_write_tokens,omitempty"`
 	CostUSD          *float64 `json:"cost_usd,omitempty"` // when the model is priced
 	RequestID        string   `json:"request_id,omitempty"`
+	// Estimated: the upstream told no (final) usage, and the tokens are
+	// the gateway's estimate (docs/gateway.md).
+	Estimated bool `json:"estimated,omitempty"`
 
 	// A git request (Kind "git", docs/repos.md): the repo, the service
 	// (upload-pack, receive-pack) and, for a push, each ref's end.
@@ -60,6 +63,7 @@ const (
 	RefuseCredentialExpired  = "credential_expired"
 	RefuseCredentialRejected = "credential_rejected"
 	RefuseBudgetSpent        = "budget_spent"
+	RefuseModelUnpriced      = "model_unpriced"
 	RefuseBadRequest         = "bad_request"
 )
 

@@ -50,6 +50,8 @@ type Cost struct {
 	CacheReadTokens  int64    `json:"cache_read_tokens"`
 	CacheWriteTokens int64    `json:"cache_write_tokens"`
 	USD              *float64 `json:"usd,omitempty"` // when every call was priced
+	// Estimated: some call's usage was the gateway's estimate.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
 // ActionRecord is one action a run asked for and what became of it.
