@@ -85,11 +85,11 @@ type Config struct {
 	Budget      *Budget // nil: none (owner work is never refused for budget)
 	// Inflight bounds the run's model calls at once; more wait (0:
 	// DefaultInflight).
-	Inflight int
-	Ledger      string  // runs/RUN/gateway.jsonl ("" = none, tests only)
-	LedgerMax   int64   // 0 = DefaultLedgerMax
-	Now         func() time.Time
-	Resolve     func(ctx context.Context, host string) ([]netip.Addr, error) // nil = net.DefaultResolver
+	Inflight  int
+	Ledger    string // runs/RUN/gateway.jsonl ("" = none, tests only)
+	LedgerMax int64  // 0 = DefaultLedgerMax
+	Now       func() time.Time
+	Resolve   func(ctx context.Context, host string) ([]netip.Addr, error) // nil = net.DefaultResolver
 	// Dial opens every upstream connection the gateway makes (a model
 	// provider's, a CONNECT tunnel's, a plain http:// request's); nil = a
 	// net.Dialer bounded by Limits.DialTimeout. Tests set one that refuses

@@ -2,10 +2,13 @@ package gateway
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -292,21 +295,72 @@ func TestCloseEndsTunnelsAndStreams(t *testing.T) {
 	}
 }
 
-func TestLedgerIsCapped(t *testing.T) {
-	r := newRig(t, Config{Providers: creds.BuiltinProviders(), LedgerMax: 2000})
-	for i := 0; i < 50; i++ {
+// The red team's ledger flood: cheap allowed requests fill the ledger's
+// cap, and then a refusal and a model call must still be written (up to
+// the hard cap, four times the soft one), while run.json's totals stay
+// exact whatever the ledger kept.
+func TestLedgerFloodHidesNoRefusalOrModelCall(t *testing.T) {
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer target.Close()
+	host := strings.TrimPrefix(target.URL, "http://")
+	up := newFakeUpstream(t, realKey)
+	c := vaultCreds(t, map[string]string{"anthropic": realKey})
+	r := newRig(t, Config{Providers: providers(up, nil, c), Granted: []string{"anthropic"}, Creds: c, Allow: []string{host}, LedgerMax: 2000})
+	proxied := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", r.sock)
+		},
+		Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: "gateway"}),
+	}}
+	const flood = 60
+	for i := 0; i < flood; i++ {
+		resp, err := proxied.Get(target.URL + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+	}
+	r.healthy() // a refusal (bad_request)
+	resp := r.post("/anthropic/v1/messages", `{"model":"claude-test"}`)
+	readAll(t, resp)
+	ls := r.lines()
+	last := ls[len(ls)-1]
+	var httpLines int
+	var refusal, model bool
+	for _, e := range ls {
+		httpLines += map[bool]int{true: 1}[e.Kind == "http"]
+		refusal = refusal || e.Refusal == runs.RefuseBadRequest
+		model = model || e.Kind == "model" && e.InputTokens == 10
+	}
+	if last.Kind != "capped" || last.Dropped == 0 || int(last.Dropped)+httpLines != flood || !refusal || !model {
+		t.Fatalf("last line %+v of %d (http %d, refusal %v, model %v)", last, len(ls), httpLines, refusal, model)
+	}
+	st, _ := os.Stat(r.ledger)
+	if st.Size() > HardCapFactor*2000+500 {
+		t.Fatalf("ledger %d bytes", st.Size())
+	}
+	sum, u := r.g.Summary()
+	if sum.Requests != flood+2 || sum.Refused != 1 || u.ModelCalls != 1 || u.InputTokens != 10 {
+		t.Fatalf("summary counts every request: %+v %+v", sum, u)
+	}
+}
+
+// Past the hard cap even refusals are dropped (and counted): the file
+// stays bounded whatever a box sends.
+func TestLedgerHardCap(t *testing.T) {
+	r := newRig(t, Config{Providers: creds.BuiltinProviders(), LedgerMax: 1000})
+	for i := 0; i < 80; i++ {
 		r.healthy()
 	}
 	ls := r.lines()
 	last := ls[len(ls)-1]
-	if last.Kind != "capped" || last.Dropped == 0 || int(last.Dropped)+len(ls)-1 != 50 {
+	if last.Kind != "capped" || last.Dropped == 0 || int(last.Dropped)+len(ls)-1 != 80 {
 		t.Fatalf("last line %+v of %d", last, len(ls))
 	}
-	st, _ := os.Stat(r.ledger)
-	if st.Size() > 2000+500 {
+	if st, _ := os.Stat(r.ledger); st.Size() > HardCapFactor*1000+500 || st.Size() < 2*1000 {
 		t.Fatalf("ledger %d bytes", st.Size())
 	}
-	if sum, _ := r.g.Summary(); sum.Requests != 50 {
+	if sum, _ := r.g.Summary(); sum.Requests != 80 || sum.Refusals[runs.RefuseBadRequest] != 80 {
 		t.Fatalf("summary counts every request: %+v", sum)
 	}
 }

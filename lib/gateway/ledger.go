@@ -14,7 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DefaultLedgerMax caps gateway.jsonl.
+// DefaultLedgerMax caps gateway.jsonl's allowed tunnel and http lines;
+// model calls, git requests and refusals go on to HardCapFactor times it.
 const DefaultLedgerMax = 8 << 20
 
 // ledger appends runs/RUN/gateway.jsonl. A request's line is appended to
@@ -93,7 +94,7 @@ func (l *ledger) add(e runs.LedgerEntry) {
 	}
 	l.pending = append(l.pending, '\n')
 	n := int64(len(l.pending) - was)
-	if l.queued+n > l.max {
+	if cap := l.capFor(&e); l.queued+n > cap {
 		l.pending = l.pending[:was]
 		l.dropped++
 		return
@@ -103,6 +104,20 @@ func (l *ledger) add(e runs.LedgerEntry) {
 		l.ready.Signal()
 	}
 }
+
+// capFor is the size a line may take the ledger to: the soft cap for an
+// allowed tunnel or http line, four times it for what must not be hidden
+// (a model call, a git request, any refusal), so a flood of cheap lines
+// cannot push a later refusal or spend out of the record.
+func (l *ledger) capFor(e *runs.LedgerEntry) int64 {
+	if e.Decision == "refused" || e.Kind == "model" || e.Kind == "git" {
+		return HardCapFactor * l.max
+	}
+	return l.max
+}
+
+// HardCapFactor is the ledger's hard cap, in soft caps.
+const HardCapFactor = 4
 
 func (l *ledger) run() {
 	defer close(l.done)
