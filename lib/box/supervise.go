@@ -563,6 +563,7 @@ func (s *Supervision) finish(ctx context.Context, rec *runs.Record, ev *runs.Evi
 	rec.Notified = notify.Run(context.WithoutCancel(ctx), s.OnFailure, notify.Event{
 		Home: s.Home, Worker: s.Spec.Worker, Run: rec.ID, Task: rec.Task,
 		Attested: rec.Attested, Ended: rec.Ended, Reason: reason,
+		WillRetry: rec.Attested == tms.Failed && s.Task != nil && s.Task.Retried < s.Task.Retries,
 	})
 	_ = runs.WriteRecord(s.Spec.RunDir, rec)
 }

@@ -42,8 +42,9 @@ const DefaultOrgTOML = `# org.toml: settings for the whole roster home (see rost
 [notify]
 # on_failure = []             # a host command run once per run attested failed or ended by its
 #                             # ceiling (systemd's OnFailure=), e.g. ["/usr/local/bin/page-me"]:
-#                             # ROSTER_HOME, ROSTER_WORKER, ROSTER_RUN, ROSTER_TASK, ROSTER_ATTESTED,
-#                             # ROSTER_ENDED, ROSTER_REASON in its environment, stdin closed, 60 s at
+#                             # a clean environment: PATH, HOME, LANG, ROSTER_HOME, ROSTER_WORKER,
+#                             # ROSTER_RUN, ROSTER_TASK, ROSTER_ATTESTED, ROSTER_ENDED, ROSTER_REASON
+#                             # (escaped, cut at 4 KiB), ROSTER_WILL_RETRY; stdin closed, 60 s at
 #                             # most; its exit is logged and recorded in run.json
 
 [ceilings]                    # wall-clock limit of a run, by the task's kind

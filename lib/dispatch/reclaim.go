@@ -104,7 +104,8 @@ func (d *Dispatcher) Reclaim(ctx context.Context) []Reclaimed {
 				d.log.Warn("reclaimed a task whose box died", "worker", w, "task", t.ID, "run", run, "now", r.State)
 				if r.State == tms.Failed {
 					d.notifyFailure(ctx, org, notify.Event{Home: d.h.Dir, Worker: w, Run: run, Task: t.ID,
-						Attested: tms.Failed, Ended: "error", Reason: fmt.Sprintf("box lost %d times", tms.MaxReclaims)})
+						Attested: tms.Failed, Ended: "error", Reason: fmt.Sprintf("box lost %d times", tms.MaxReclaims),
+						WillRetry: t.Retried < t.Retries})
 				}
 			}
 			out = append(out, r)
