@@ -57,6 +57,7 @@ type Org struct {
 		Unlimited bool          // proactive = "off"
 		Tokens    int64         // proactive_tokens: input+output tokens per worker per local day; 0 = no limit
 		USD       float64       // proactive_usd: priced spend per worker per local day; 0 = no limit
+		Starts    int           // proactive_starts: proactive runs per worker per rolling hour; 0 = no limit
 	}
 	Gateway struct {
 		Providers map[string]Provider // the built-ins with org.toml's [gateway.NAME] over them
@@ -80,6 +81,8 @@ const (
 	DefaultCap       = 3
 	DefaultPoll      = "2s"
 	DefaultProactive = "2h"
+	// DefaultProactiveStarts paces proactive runs: per worker per rolling hour.
+	DefaultProactiveStarts = 30
 )
 
 // DefaultRetryBackoff is [dispatch] retry_backoff's default.
@@ -164,6 +167,7 @@ type orgFile struct {
 		Proactive       string  `toml:"proactive"`
 		ProactiveTokens int64   `toml:"proactive_tokens"`
 		ProactiveUSD    float64 `toml:"proactive_usd"`
+		ProactiveStarts int     `toml:"proactive_starts"`
 	} `toml:"budget"`
 	Gateway map[string]any `toml:"gateway"`
 }
@@ -198,6 +202,7 @@ func ParseOrg(file string, data []byte) (*Org, error) {
 	f.Ceilings.Continuation = DefaultCeilings["continuation"]
 	f.Ceilings.Adhoc = DefaultCeilings["adhoc"]
 	f.Budget.Proactive = DefaultProactive
+	f.Budget.ProactiveStarts = DefaultProactiveStarts
 	if err := decodeStrict(data, &f); err != nil {
 		return nil, decodeError(file, err)
 	}
@@ -290,6 +295,10 @@ func ParseOrg(file string, data []byte) (*Org, error) {
 		return nil, bad("budget.proactive_usd", "must be 0 (no limit) or more")
 	}
 	o.Budget.Tokens, o.Budget.USD = f.Budget.ProactiveTokens, f.Budget.ProactiveUSD
+	if f.Budget.ProactiveStarts < 0 {
+		return nil, bad("budget.proactive_starts", "must be 0 (no limit) or more")
+	}
+	o.Budget.Starts = f.Budget.ProactiveStarts
 	if err := parseGateway(f.Gateway, o, bad); err != nil {
 		return nil, err
 	}

@@ -59,6 +59,7 @@ const DefaultOrgTOML = `# org.toml: settings for the whole roster home (see rost
 # proactive = "2h"            # box time per worker per local day for proactive work; "off" = unlimited
 # proactive_tokens = 0        # input+output model tokens per worker per local day for proactive work; 0 = no limit
 # proactive_usd = 0.0         # priced model spend (USD) per worker per local day for proactive work; 0 = no limit
+# proactive_starts = 30       # proactive runs a worker may start in any hour; more wait, late; 0 = no limit
 
 # The gateway: each box's one way out (roster(7), GATEWAY). It holds the model keys; a box
 # gets a placeholder. Keys come from the sources in order, read fresh at every request:

@@ -195,6 +195,10 @@ func (p *Partition) classify(r *DueReport, f *File, now time.Time) *DueReport {
 		}
 		if e.Status == StateDue && t.Standing == Proactive && r.Budget.Over() {
 			e = Eligibility{StateLate, "late (" + r.Budget.String() + ")"}
+			// Paced work is due again when the oldest start leaves the hour.
+			if p := r.Budget.Paced; !p.IsZero() && !r.Budget.spent() && (r.Next.IsZero() || p.Before(r.Next)) {
+				r.Next = p
+			}
 		}
 		if e.Status == StateDue {
 			r.Claimable = append(r.Claimable, *t)
@@ -215,19 +219,34 @@ func (p *Partition) classify(r *DueReport, f *File, now time.Time) *DueReport {
 	return r
 }
 
-// Budget is a worker's proactive box time today.
+// Budget is a worker's proactive box time today, and its pace of
+// proactive starts.
 type Budget struct {
 	Used      time.Duration
 	Limit     time.Duration
 	Unlimited bool
 	Clears    time.Time // the next host-local midnight
+	// Pace is [budget] proactive_starts (0: unpaced); Starts the proactive
+	// runs started in the last hour; Paced, when Starts reached Pace, the
+	// time the oldest of them leaves the hour (zero: not paced).
+	Pace   int
+	Starts int
+	Paced  time.Time
 }
 
-// Over reports whether proactive work is late.
-func (b Budget) Over() bool { return !b.Unlimited && b.Used >= b.Limit }
+// Over reports whether proactive work is late: the day's box time is
+// spent, or the hour's starts.
+func (b Budget) Over() bool { return b.spent() || !b.Paced.IsZero() }
 
-// String says "budget: 2h used of 2h, clears 00:00".
+func (b Budget) spent() bool { return !b.Unlimited && b.Used >= b.Limit }
+
+// String says "budget: 2h used of 2h, clears 00:00", or, when the pace
+// holds proactive work, "paced: 30 proactive starts in the last hour
+// (proactive_starts = 30), next at 14:05".
 func (b Budget) String() string {
+	if !b.spent() && !b.Paced.IsZero() {
+		return fmt.Sprintf("paced: %d proactive starts in the last hour (proactive_starts = %d), next at %s", b.Starts, b.Pace, b.Paced.Format("15:04:05"))
+	}
 	if b.Unlimited {
 		return "budget: unlimited"
 	}

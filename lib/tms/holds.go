@@ -192,26 +192,54 @@ func localMidnight(now time.Time, zone *time.Location) time.Time {
 // host-local day: cost.wall_seconds of ended runs, time so far of live
 // ones.
 func BudgetUsed(w home.Worker, now time.Time, zone *time.Location) (time.Duration, error) {
-	var used time.Duration
-	err := proactiveToday(w, now, zone, func(r *runs.Record) {
-		if r.EndedAt == nil {
-			if d := now.Sub(r.StartedAt); d > 0 {
-				used += d
-			}
-			return
-		}
-		used += time.Duration(r.Cost.WallSeconds * float64(time.Second))
-	})
-	return used, err
+	b := Budget{}
+	err := b.measure(w, now, zone, 0)
+	return b.Used, err
 }
 
-// proactiveToday calls fn with the record of each of w's proactive runs
-// that started on now's host-local day. Run folders are named by their
-// (UTC) start, so older days are skipped unread; unreadable records are
-// skipped.
-func proactiveToday(w home.Worker, now time.Time, zone *time.Location, fn func(r *runs.Record)) error {
+// measure fills b.Used (proactive box time of now's local day) and, with
+// a pace (proactive_starts > 0), b.Starts and b.Paced (proactive runs
+// started in the hour before now, and when the oldest of them leaves that
+// hour) from one read of the run records of both windows.
+func (b *Budget) measure(w home.Worker, now time.Time, zone *time.Location, pace int) error {
 	start := localMidnight(now, zone)
 	end := start.AddDate(0, 0, 1)
+	hour := now.Add(-time.Hour)
+	from := start
+	if pace > 0 && hour.Before(from) {
+		from = hour
+	}
+	var oldest time.Time
+	err := proactiveRuns(w, from, end, func(r *runs.Record) {
+		if !r.StartedAt.Before(start) {
+			if r.EndedAt == nil {
+				if d := now.Sub(r.StartedAt); d > 0 {
+					b.Used += d
+				}
+			} else {
+				b.Used += time.Duration(r.Cost.WallSeconds * float64(time.Second))
+			}
+		}
+		if pace > 0 && r.StartedAt.After(hour) && !r.StartedAt.After(now) {
+			b.Starts++
+			if oldest.IsZero() || r.StartedAt.Before(oldest) {
+				oldest = r.StartedAt
+			}
+		}
+	})
+	if pace > 0 {
+		b.Pace = pace
+		if b.Starts >= pace {
+			b.Paced = oldest.Add(time.Hour).In(zone)
+		}
+	}
+	return err
+}
+
+// proactiveRuns calls fn with the record of each of w's proactive runs
+// that started in [from, to). Run folders are named by their (UTC) start,
+// so older ones are skipped unread; unreadable records are skipped.
+func proactiveRuns(w home.Worker, from, to time.Time, fn func(r *runs.Record)) error {
 	ents, err := os.ReadDir(w.Runs())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -221,11 +249,11 @@ func proactiveToday(w home.Worker, now time.Time, zone *time.Location, fn func(r
 	}
 	for _, e := range ents {
 		rt, err := home.RunTime(e.Name())
-		if err != nil || rt.Before(start.Add(-time.Hour)) || !rt.Before(end) {
+		if err != nil || rt.Before(from.Add(-time.Hour)) || !rt.Before(to) {
 			continue
 		}
 		r, err := runs.ReadRecord(w.Run(e.Name()))
-		if err != nil || r.Standing != Proactive || r.StartedAt.Before(start) || !r.StartedAt.Before(end) {
+		if err != nil || r.Standing != Proactive || r.StartedAt.Before(from) || !r.StartedAt.Before(to) {
 			continue
 		}
 		fn(r)
@@ -236,10 +264,9 @@ func proactiveToday(w home.Worker, now time.Time, zone *time.Location, fn func(r
 // BudgetState is the partition's proactive budget at now.
 func (p *Partition) BudgetState(now time.Time) (Budget, error) {
 	b := Budget{Limit: p.Org.Budget.Proactive, Unlimited: p.Org.Budget.Unlimited, Clears: localMidnight(now, p.Zone()).AddDate(0, 0, 1).In(p.Zone())}
-	if b.Unlimited {
+	if b.Unlimited && p.Org.Budget.Starts == 0 {
 		return b, nil
 	}
-	var err error
-	b.Used, err = BudgetUsed(p.W, now, p.Zone())
+	err := b.measure(p.W, now, p.Zone(), p.Org.Budget.Starts)
 	return b, err
 }
