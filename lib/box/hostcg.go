@@ -77,7 +77,16 @@ type place struct {
 // (a supervisor's hook that runs another box) counts from where that
 // supervisor started, so no roster cgroup is ever made inside one.
 func here() (place, error) {
-	v2 := cgroups.IsCgroup2UnifiedMode()
+	if cgroups.IsCgroup2UnifiedMode() {
+		return hereIn("")
+	}
+	return hereIn("memory")
+}
+
+// hereIn is here in the v1 hierarchy of subsystem sub ("": the unified
+// v2 one).
+func hereIn(sub string) (place, error) {
+	v2 := sub == ""
 	var p place
 	if v2 {
 		own, err := cgroups.ParseCgroupFile("/proc/self/cgroup")
@@ -89,16 +98,16 @@ func here() (place, error) {
 		}
 		p.mnt = fs2.UnifiedMountpoint
 	} else {
-		full, err := cgroups.GetOwnCgroupPath("memory")
+		full, err := cgroups.GetOwnCgroupPath(sub)
 		if err != nil {
 			return p, err
 		}
-		if p.mnt, err = cgroups.FindCgroupMountpoint("", "memory"); err != nil {
+		if p.mnt, err = cgroups.FindCgroupMountpoint("", sub); err != nil {
 			return p, err
 		}
 		rel, err := filepath.Rel(p.mnt, full)
 		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-			return p, fmt.Errorf("memory cgroup %s is not under its mount %s", full, p.mnt)
+			return p, fmt.Errorf("%s cgroup %s is not under its mount %s", sub, full, p.mnt)
 		}
 		p.own = "/" + rel
 	}
@@ -133,7 +142,18 @@ type HostCgroup struct {
 	Path string // the cgroup's folder (v1: in the memory hierarchy)
 	from string // the folder of the cgroup the process left for it
 	root string // the hierarchy's root folder: where it goes if from is gone
+	// CPU is, under cgroup v1, the same cgroup in the cpu hierarchy, which
+	// holds the host_cpus bound ("" under v2, where Path holds both, or
+	// when no CPU bound was asked for).
+	CPU              string
+	cpuFrom, cpuRoot string
 }
+
+// cpuPeriod is the CFS period host_cpus is a quota of (the kernel's
+// default, 100 ms).
+const cpuPeriod = 100000
+
+func cpuQuota(cpus float64) int64 { return max(int64(cpus*cpuPeriod), 1000) }
 
 // EnterHostCgroup moves the calling process into worker's supervisor
 // cgroup, bounded at its spec's host_memory (JoinHostCgroup): what
@@ -144,7 +164,7 @@ func EnterHostCgroup(h home.Home, worker string) (*HostCgroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return JoinHostCgroup(HostCgroupName(h.Dir, worker), spec.HostMemory)
+	return JoinHostCgroup(HostCgroupName(h.Dir, worker), spec.HostMemory, spec.HostCPUs)
 }
 
 // joinTries bounds how often a join starts again because the cgroup was
@@ -152,12 +172,14 @@ func EnterHostCgroup(h home.Home, worker string) (*HostCgroup, error) {
 const joinTries = 20
 
 // JoinHostCgroup moves the calling process (all its threads) into the
-// supervisor cgroup name (HostCgroupName), bounded at max bytes, and
+// supervisor cgroup name (HostCgroupName), bounded at max bytes and, with
+// cpus > 0, at that many cores of CPU time (host_cpus: the gateway's
+// work for a flooding box slows its own worker, not another's runs), and
 // returns it. max <= 0 does nothing (nil, nil). The bound is written
 // before the move and checked after it, so the process never runs there
 // unbounded: a sweep may remove the empty cgroup between its making and
 // the move (RemoveIdleHostCgroups), and then the join starts again.
-func JoinHostCgroup(name string, max int64) (*HostCgroup, error) {
+func JoinHostCgroup(name string, max int64, cpus float64) (*HostCgroup, error) {
 	if max <= 0 || name == "" {
 		return nil, nil
 	}
@@ -168,20 +190,62 @@ func JoinHostCgroup(name string, max int64) (*HostCgroup, error) {
 	inner := path.Join(p.parent, name)
 	c := &HostCgroup{Path: filepath.Join(p.mnt, inner), from: filepath.Join(p.mnt, p.own), root: p.mnt}
 	for try := 1; ; try++ {
-		err := c.join(inner, max)
+		err := c.join(inner, max, cpus)
 		if err == nil {
-			return c, nil
+			break
 		}
 		if !cgroupGone(err) || try == joinTries {
 			return nil, fmt.Errorf("host_memory: supervisor cgroup %s: %w", name, err)
+		}
+	}
+	if cpus <= 0 || cgroups.IsCgroup2UnifiedMode() {
+		return c, nil
+	}
+	if err := c.joinCPU(name, cpus); err != nil {
+		return nil, fmt.Errorf("host_cpus: supervisor cgroup %s: %w", name, err)
+	}
+	return c, nil
+}
+
+// joinCPU (cgroup v1) moves the process into the cgroup name of the cpu
+// hierarchy, bounded at cpus cores, as join does in the memory one.
+func (c *HostCgroup) joinCPU(name string, cpus float64) error {
+	p, err := hereIn("cpu")
+	if err != nil {
+		return err
+	}
+	c.CPU, c.cpuFrom, c.cpuRoot = filepath.Join(p.mnt, p.parent, name), filepath.Join(p.mnt, p.own), p.mnt
+	quota := strconv.FormatInt(cpuQuota(cpus), 10)
+	for try := 1; ; try++ {
+		err := os.MkdirAll(c.CPU, 0o755)
+		if err == nil {
+			err = cgroups.WriteFile(c.CPU, "cpu.cfs_period_us", strconv.Itoa(cpuPeriod))
+		}
+		if err == nil {
+			err = cgroups.WriteFile(c.CPU, "cpu.cfs_quota_us", quota)
+		}
+		if err == nil {
+			err = cgroups.WriteCgroupProc(c.CPU, os.Getpid())
+		}
+		if err == nil {
+			// Removed and made again between the bound and the move.
+			if got, rerr := cgroups.ReadFile(c.CPU, "cpu.cfs_quota_us"); rerr != nil || strings.TrimSpace(got) != quota {
+				err = cgroups.WriteFile(c.CPU, "cpu.cfs_quota_us", quota)
+			}
+		}
+		if err == nil || !cgroupGone(err) || try == joinTries {
+			return err
 		}
 	}
 }
 
 // join makes the cgroup (only the memory controller's, under v1), bounds
 // it, moves the process in and checks the bound is still there.
-func (c *HostCgroup) join(inner string, max int64) error {
+func (c *HostCgroup) join(inner string, max int64, cpus float64) error {
 	res := &cgroups.Resources{Memory: max, SkipDevices: true} // the host's devices stay the supervisor's
+	if cpus > 0 && cgroups.IsCgroup2UnifiedMode() {
+		res.CpuQuota, res.CpuPeriod = cpuQuota(cpus), cpuPeriod
+	}
 	paths := map[string]string{"memory": c.Path}
 	if cgroups.IsCgroup2UnifiedMode() {
 		paths = map[string]string{"": c.Path}
@@ -314,6 +378,13 @@ func (c *HostCgroup) MoveBack() error {
 			return fmt.Errorf("host_memory: leave %s: %w", c.Path, err)
 		}
 	}
+	if c.CPU != "" {
+		if err := cgroups.WriteCgroupProc(c.cpuFrom, pid); err != nil {
+			if err := cgroups.WriteCgroupProc(c.cpuRoot, pid); err != nil {
+				return fmt.Errorf("host_cpus: leave %s: %w", c.CPU, err)
+			}
+		}
+	}
 	return nil
 }
 
@@ -334,8 +405,29 @@ func RemoveHostCgroup(name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = removeIfEmpty(dir)
-	return err
+	if _, err = removeIfEmpty(dir); err != nil {
+		return err
+	}
+	for _, p := range v1CPU() {
+		if _, err := removeIfEmpty(filepath.Join(p.mnt, p.parent, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// v1CPU is this process's place in the cpu hierarchy under cgroup v1,
+// where host_cpus cgroups are made beside the memory ones (none under v2,
+// or when it cannot be read).
+func v1CPU() []place {
+	if cgroups.IsCgroup2UnifiedMode() {
+		return nil
+	}
+	p, err := hereIn("cpu")
+	if err != nil {
+		return nil
+	}
+	return []place{p}
 }
 
 // RemoveIdleHostCgroups removes every supervisor cgroup of the home at
@@ -350,6 +442,16 @@ func RemoveIdleHostCgroups(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	removed, err := removeIdleIn(p, dir)
+	for _, cp := range v1CPU() {
+		if err == nil {
+			_, err = removeIdleIn(cp, dir) // the same cgroups' cpu halves
+		}
+	}
+	return removed, err
+}
+
+func removeIdleIn(p place, dir string) ([]string, error) {
 	parent := filepath.Join(p.mnt, p.parent)
 	ents, err := os.ReadDir(parent)
 	if errors.Is(err, os.ErrNotExist) {
@@ -389,6 +491,16 @@ func RemoveIdleHostCgroupsAnywhere(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	removed, err := removeIdleAnywhere(p, dir)
+	for _, cp := range v1CPU() {
+		if err == nil {
+			_, err = removeIdleAnywhere(cp, dir)
+		}
+	}
+	return removed, err
+}
+
+func removeIdleAnywhere(p place, dir string) ([]string, error) {
 	suffix := HostCgroupName(dir, "")[len(supervisorPrefix):]
 	var removed []string
 	var walk func(rel string, depth int) error
@@ -427,7 +539,7 @@ func RemoveIdleHostCgroupsAnywhere(dir string) ([]string, error) {
 		}
 		return nil
 	}
-	err = walk("/", 0)
+	err := walk("/", 0)
 	return removed, err
 }
 

@@ -58,7 +58,7 @@ func TestHostCgroupChild(t *testing.T) {
 		fmt.Println("bad args:", err)
 		os.Exit(2)
 	}
-	cg, err := JoinHostCgroup(HostCgroupName(testHome, worker), bound)
+	cg, err := JoinHostCgroup(HostCgroupName(testHome, worker), bound, 0)
 	if err != nil {
 		fmt.Println("join:", err)
 		os.Exit(3)
@@ -208,7 +208,7 @@ func TestHostCgroupBoundsOneWorker(t *testing.T) {
 }
 
 func TestHostCgroupZeroBoundStays(t *testing.T) {
-	if cg, err := JoinHostCgroup("nobody", 0); err != nil || cg != nil {
+	if cg, err := JoinHostCgroup("nobody", 0, 0); err != nil || cg != nil {
 		t.Fatalf("JoinHostCgroup(_, 0) = %v, %v; want nothing done", cg, err)
 	}
 }
@@ -255,7 +255,7 @@ func TestHostCgroupCycleChild(t *testing.T) {
 			fail("%s: bound %d (%v), want %d", when, got, err, bound)
 		}
 	}
-	cg, err := JoinHostCgroup(name, bound)
+	cg, err := JoinHostCgroup(name, bound, 0)
 	if err != nil {
 		fail("join: %v", err)
 	}
@@ -475,7 +475,7 @@ func TestBoxCgroupChild(t *testing.T) {
 		t.Skip("the child of TestBoxCgroupIsBesideTheSupervisorsNotInIt")
 	}
 	worker, run, _ := strings.Cut(arg, " ")
-	if _, err := JoinHostCgroup(HostCgroupName(testHome, worker), 64<<20); err != nil {
+	if _, err := JoinHostCgroup(HostCgroupName(testHome, worker), 64<<20, 0.5); err != nil {
 		fmt.Println("join:", err)
 		os.Exit(3)
 	}
@@ -519,7 +519,7 @@ func TestHostCgroupHoldChild(t *testing.T) {
 		fail("here: %v", err)
 	}
 	name := HostCgroupName(testHome, worker)
-	cg, err := JoinHostCgroup(name, bound)
+	cg, err := JoinHostCgroup(name, bound, 0)
 	if err != nil {
 		fail("join: %v", err)
 	}
@@ -609,5 +609,86 @@ func TestHostCgroupSweepAnywhereFindsOtherPlaces(t *testing.T) {
 	}
 	if !inCgroup(t, busy, sleeper.Process.Pid) {
 		t.Error("the sleeper left its cgroup")
+	}
+}
+
+// host_cpus: a supervisor (its gateway serving a flooding box) bounded at
+// a quarter of a core spends at most about that, whatever it tries: two
+// threads spinning for a second of wall time get a quarter second of CPU
+// or so (unbounded, up to two), and the kernel reports the cgroup
+// throttled. The bound is the kernel's: noise on the machine can only
+// lower what the child gets.
+
+const hostcgCPU = "ROSTER_TEST_HOSTCG_CPU" // "WORKER"
+
+func TestHostCgroupCPUChild(t *testing.T) {
+	worker := os.Getenv(hostcgCPU)
+	if worker == "" {
+		t.Skip("the child of TestHostCgroupBoundsCPU")
+	}
+	cg, err := JoinHostCgroup(HostCgroupName(testHome, worker), 64<<20, 0.25)
+	if err != nil {
+		fmt.Println("join:", err)
+		os.Exit(3)
+	}
+	cpuDir := cg.CPU
+	if cpuDir == "" {
+		cpuDir = cg.Path
+	}
+	var before, after syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	stop := time.Now().Add(time.Second)
+	done := make(chan struct{})
+	for i := 0; i < 2; i++ {
+		go func() {
+			for time.Now().Before(stop) {
+			}
+			done <- struct{}{}
+		}()
+	}
+	<-done
+	<-done
+	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	used := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) * time.Nanosecond
+	fmt.Println("cpu", cpuDir, used.Milliseconds())
+	os.Exit(0)
+}
+
+func TestHostCgroupBoundsCPU(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("cgroups need root")
+	}
+	worker := "hcg-cpu-" + strconv.Itoa(os.Getpid())
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHostCgroupCPUChild$")
+	cmd.Env = append(os.Environ(), hostcgCPU+"="+worker, "GOMAXPROCS=4")
+	out, err := cmd.Output()
+	t.Cleanup(func() {
+		if err := RemoveHostCgroup(HostCgroupName(testHome, worker)); err != nil {
+			t.Error(err)
+		}
+	})
+	var dir string
+	var ms int64
+	if _, serr := fmt.Sscanf(string(out), "cpu %s %d", &dir, &ms); err != nil || serr != nil {
+		t.Fatalf("child: %q %v", out, err)
+	}
+	quotaFile, want := "cpu.max", "25000 100000"
+	if !cgroups.IsCgroup2UnifiedMode() {
+		quotaFile, want = "cpu.cfs_quota_us", "25000"
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, quotaFile))
+	if strings.TrimSpace(string(b)) != want {
+		t.Errorf("%s/%s = %q, want %q", dir, quotaFile, b, want)
+	}
+	stat, _ := os.ReadFile(filepath.Join(dir, "cpu.stat"))
+	var throttled int64
+	for _, line := range strings.Split(string(stat), "\n") {
+		if v, ok := strings.CutPrefix(line, "nr_throttled "); ok {
+			throttled, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	t.Logf("two spinning threads for 1 s under host_cpus = 0.25: %d ms of CPU, throttled %d times", ms, throttled)
+	if ms > 600 || throttled == 0 {
+		t.Fatalf("%d ms of CPU in 1 s at a quarter core (throttled %d times): the bound did not hold", ms, throttled)
 	}
 }

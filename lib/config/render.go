@@ -133,6 +133,7 @@ func RenderWorker(n NewWorker) ([]byte, error) {
 	line(false, "pass_env", "[]", "host environment variables handed into the box")
 	line(false, "memory", quote(DefaultMemory), "cgroup memory limit (K, M, G, T: powers of 1024)")
 	line(false, "host_memory", quote(DefaultHostMemory), "the supervisor's own cgroup bound (host-side work)")
+	line(false, "host_cpus", "0.5", "the supervisor's and its gateway's CPU bound, in cores")
 	line(false, "pids", strconv.Itoa(DefaultPids), "cgroup pids limit")
 	line(false, "cpus", "1.0", "cgroup CPU quota, in cores")
 	line(false, "idle", quote(DefaultIdle), "end a box silent for this long")

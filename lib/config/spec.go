@@ -36,8 +36,9 @@ type Worker struct {
 		Allow     []string // CONNECT / http targets (ValidGrant)
 		Inflight  int      // model calls of one run at once (0: the gateway's default, 8)
 	}
-	Memory      int64 // bytes
-	HostMemory  int64 // host_memory: the supervisor's own cgroup bound, bytes
+	Memory      int64   // bytes
+	HostMemory  int64   // host_memory: the supervisor's own cgroup bound, bytes
+	HostCPUs    float64 // host_cpus: the supervisor's (and its gateway's) CPU bound, cores
 	Pids        int64
 	CPUs        float64
 	Idle        time.Duration // 0 = "off"
@@ -64,6 +65,7 @@ const (
 	DefaultNetwork     = "gateway"
 	DefaultMemory      = "2G"
 	DefaultHostMemory  = "512M"
+	DefaultHostCPUs    = 0.5
 	DefaultPids        = 512
 	DefaultCPUs        = 1.0
 	DefaultIdle        = Off
@@ -80,6 +82,7 @@ type workerFile struct {
 	PassEnv     []string `toml:"pass_env"`
 	Memory      any      `toml:"memory"`
 	HostMemory  any      `toml:"host_memory"`
+	HostCPUs    float64  `toml:"host_cpus"`
 	Pids        int64    `toml:"pids"`
 	CPUs        float64  `toml:"cpus"`
 	Idle        string   `toml:"idle"`
@@ -386,7 +389,7 @@ var reservedAt = map[string]bool{"store": true, "self": true, "channel": true}
 // names the same first one.
 func ParseWorker(name, file string, data []byte) (*Worker, error) {
 	f := workerFile{Heartbeat: DefaultHeartbeat, Concurrency: DefaultConcurrency, Network: DefaultNetwork,
-		Memory: DefaultMemory, HostMemory: DefaultHostMemory, Pids: DefaultPids, CPUs: DefaultCPUs, Idle: DefaultIdle}
+		Memory: DefaultMemory, HostMemory: DefaultHostMemory, HostCPUs: DefaultHostCPUs, Pids: DefaultPids, CPUs: DefaultCPUs, Idle: DefaultIdle}
 	if err := decodeStrict(data, &f); err != nil {
 		return nil, decodeError(file, err)
 	}
@@ -564,6 +567,10 @@ func (sp *specParse) limits() error {
 	if w.HostMemory < 32<<20 {
 		return bad("host_memory", "must be at least 32M (the supervisor itself needs some)")
 	}
+	if !(f.HostCPUs >= 0.01) || f.HostCPUs > 1<<16 {
+		return bad("host_cpus", "must be a number of cores, 0.01 or more (default 0.5)")
+	}
+	w.HostCPUs = f.HostCPUs
 	if f.Pids < 1 {
 		return bad("pids", "must be 1 or more")
 	}
