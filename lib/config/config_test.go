@@ -95,6 +95,7 @@ func TestOrgDefaults(t *testing.T) {
 		want.Ceilings.Continuation = 30 * time.Minute
 		want.Ceilings.Adhoc = 30 * time.Minute
 		want.Budget.Proactive = 2 * time.Hour
+		want.Budget.Starts = DefaultProactiveStarts
 		want.Gateway.Providers = BuiltinProviders()
 		want.Gateway.Prices = map[string]Price{}
 		if !reflect.DeepEqual(o, want) {
@@ -188,6 +189,7 @@ network = "host"
 pass_env = ["LANG", "MODEL_KEY"]
 memory = "3GiB"
 host_memory = "256M"
+host_cpus = 1.25
 pids = 100
 cpus = 1.5
 idle = "10m"
@@ -215,7 +217,7 @@ func TestWorkerEveryKeyParses(t *testing.T) {
 		Name: "dobby", Role: "You keep the docs site healthy.",
 		Command:   []string{"/usr/local/bin/agent", "--briefing", "/home/worker/self/briefing.md"},
 		Heartbeat: 45 * time.Minute, UID: 200001, Concurrency: 2, Rootfs: "/srv/rootfs",
-		Network: "host", PassEnv: []string{"LANG", "MODEL_KEY"}, Memory: 3 << 30, HostMemory: 256 << 20, Pids: 100,
+		Network: "host", PassEnv: []string{"LANG", "MODEL_KEY"}, Memory: 3 << 30, HostMemory: 256 << 20, HostCPUs: 1.25, Pids: 100,
 		CPUs: 1.5, Idle: 10 * time.Minute, Paused: true,
 		Connections: []Connection{
 			{Name: "docs", Path: "/srv/docs", At: "docs", Mode: "ro"},
@@ -238,7 +240,7 @@ func TestWorkerDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Worker{Name: "dobby", Command: []string{"/bin/true"}, Heartbeat: 30 * time.Minute,
-		UID: 200000, Concurrency: 1, Network: "gateway", PassEnv: []string{}, Memory: 2 << 30, HostMemory: 512 << 20,
+		UID: 200000, Concurrency: 1, Network: "gateway", PassEnv: []string{}, Memory: 2 << 30, HostMemory: 512 << 20, HostCPUs: DefaultHostCPUs,
 		Pids: 512, CPUs: 1, File: "dobby.toml"}
 	if !reflect.DeepEqual(w, want) {
 		t.Errorf("\n got %+v\nwant %+v", w, want)
@@ -291,6 +293,8 @@ func TestWorkerBadValuesRefused(t *testing.T) {
 		{"uid = 7\nmemory = \"2X\"\n", ":2: memory"},
 		{"uid = 7\nmemory = \"10\"\n", ":2: memory: must be at least 1M"},
 		{"uid = 7\nhost_memory = \"16M\"\n", ":2: host_memory: must be at least 32M"},
+		{"uid = 7\nhost_cpus = 0\n", ":2: host_cpus: must be a number of cores"},
+		{"uid = 7\n[gateway]\ninflight = 1000\n", ":3: gateway.inflight: 1000"},
 		{"uid = 7\nhost_memory = \"lots\"\n", ":2: host_memory"},
 		{"uid = 7\npids = 0\n", ":2: pids"},
 		{"uid = 7\ncpus = 0\n", ":2: cpus"},
