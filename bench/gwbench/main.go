@@ -79,6 +79,7 @@ func main() {
 		return
 	}
 	latency(dBase, vBase, *n)
+	fresh(dBase, vBase, *n/2)
 	throughput(dBase, vBase, *conc, *dur, *rounds, *prof, relay, gw, up)
 	if *memprof != "" {
 		gw.cmd("heap " + *memprof)
@@ -286,6 +287,34 @@ func tunnels(relay, echo string, gw *part) {
 	}
 }
 
+// fresh times model calls made each on a new connection (curl's way, and
+// an agent CLI's first call): direct, a new TCP connection to the
+// upstream; via the gateway, a new one to the in-box relay, which opens a
+// new one to the gateway's socket (the gateway's own to the upstream is
+// kept alive, as in a run).
+func fresh(dBase, vBase string, n int) {
+	direct, via := client(), client()
+	direct.Transport.(*http.Transport).DisableKeepAlives = true
+	via.Transport.(*http.Transport).DisableKeepAlives = true
+	for i := 0; i < 100; i++ {
+		call(direct, dBase, false)
+		call(via, vBase, false)
+	}
+	var dl, vl []time.Duration
+	for i := 0; i < n; i++ {
+		a, _ := call(direct, dBase, false)
+		b, _ := call(via, vBase, false)
+		dl, vl = append(dl, a), append(vl, b)
+	}
+	md, mv := pct(dl, 50), pct(vl, 50)
+	pd, pv := pct(dl, 99), pct(vl, 99)
+	fmt.Printf("model call on a fresh connection each (%d each, interleaved)\n", n)
+	fmt.Printf("  direct      median %8s  p99 %8s\n", us(md), us(pd))
+	fmt.Printf("  via gateway median %8s  p99 %8s\n", us(mv), us(pv))
+	fmt.Printf("  added       median %8s  p99 %8s   (target <= 1ms at p50)   ratio %.2fx\n", us(mv-md), us(pv-pd), float64(mv)/float64(md))
+}
+
+// client is a keep-alive HTTP client for one side.
 func client() *http.Client {
 	return &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64, DisableCompression: true}}
 }
