@@ -128,6 +128,9 @@ func ledgerCells(e runs.LedgerEntry, zone *time.Location) []string {
 	if e.Kind == "model" {
 		model = dash(e.Model)
 		in, out = strconv.FormatInt(e.InputTokens, 10), strconv.FormatInt(e.OutputTokens, 10)
+		if e.Estimated {
+			in, out = "~"+in, "~"+out // the gateway's estimate
+		}
 	}
 	if e.CostUSD != nil {
 		cost = usd(*e.CostUSD)

@@ -129,6 +129,9 @@ func modelCost(c runs.Cost) string {
 	case c.ModelCalls > 0:
 		s += ", not priced"
 	}
+	if c.Estimated {
+		s += " (some estimated: an answer told no final usage)"
+	}
 	return s
 }
 
