@@ -64,7 +64,7 @@ func Prepare(ctx context.Context, r Request) (*Supervision, error) {
 		return nil, err
 	}
 	w := h.Worker(r.Worker)
-	sup := &Supervision{Part: part, Idle: spec.Idle, Kind: "adhoc", OnFailure: org.Notify.OnFailure, Home: h.Dir, Warnings: spec.Warnings}
+	sup := &Supervision{Part: part, Idle: spec.Idle, Kind: "adhoc", OnFailure: org.Notify.OnFailure, FinalOnly: org.Notify.FinalOnly, Home: h.Dir, Warnings: spec.Warnings}
 	run, channel := r.Run, ""
 	if r.Channel != nil {
 		channel = *r.Channel

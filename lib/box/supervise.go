@@ -71,6 +71,7 @@ type Supervision struct {
 	// finish for a run attested failed or ended by its ceiling; Home is
 	// the home's folder it is told.
 	OnFailure []string
+	FinalOnly bool // [notify] on_failure_final_only
 	Home      string
 
 	now func() time.Time // the pacer's clock (nil: time.Now); tests set it
@@ -560,10 +561,13 @@ func (s *Supervision) finish(ctx context.Context, rec *runs.Record, ev *runs.Evi
 	} else if reason == "" {
 		reason = ev.Note
 	}
+	retry := rec.Attested == tms.Failed && s.Task != nil && s.Task.Retried < s.Task.Retries
+	if retry && s.FinalOnly {
+		return // on_failure_final_only: the last attempt's failure notifies
+	}
 	rec.Notified = notify.Run(context.WithoutCancel(ctx), s.OnFailure, notify.Event{
 		Home: s.Home, Worker: s.Spec.Worker, Run: rec.ID, Task: rec.Task,
-		Attested: rec.Attested, Ended: rec.Ended, Reason: reason,
-		WillRetry: rec.Attested == tms.Failed && s.Task != nil && s.Task.Retried < s.Task.Retries,
+		Attested: rec.Attested, Ended: rec.Ended, Reason: reason, WillRetry: retry,
 	})
 	_ = runs.WriteRecord(s.Spec.RunDir, rec)
 }

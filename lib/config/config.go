@@ -48,6 +48,7 @@ type Org struct {
 	}
 	Notify struct {
 		OnFailure []string // a host command (argv) run once per failed run; empty = none
+		FinalOnly bool     // on_failure_final_only: not for a failure an automatic retry follows
 	}
 	Ceilings struct {
 		Filed, Recurring, Heartbeat, Relay, Continuation, Adhoc time.Duration
@@ -154,6 +155,7 @@ type orgFile struct {
 	} `toml:"dispatch"`
 	Notify struct {
 		OnFailure []string `toml:"on_failure"`
+		FinalOnly bool     `toml:"on_failure_final_only"`
 	} `toml:"notify"`
 	Ceilings struct {
 		Filed        string `toml:"filed"`
@@ -268,6 +270,7 @@ func ParseOrg(file string, data []byte) (*Org, error) {
 		return nil, bad("notify.on_failure", "the command's first word is empty")
 	}
 	o.Notify.OnFailure = append([]string{}, f.Notify.OnFailure...)
+	o.Notify.FinalOnly = f.Notify.FinalOnly
 	for _, c := range []struct {
 		key string
 		s   string

@@ -46,6 +46,8 @@ const DefaultOrgTOML = `# org.toml: settings for the whole roster home (see rost
 #                             # ROSTER_RUN, ROSTER_TASK, ROSTER_ATTESTED, ROSTER_ENDED, ROSTER_REASON
 #                             # (escaped, cut at 4 KiB), ROSTER_WILL_RETRY; stdin closed, 60 s at
 #                             # most; its exit is logged and recorded in run.json
+# on_failure_final_only = false   # true: not for a failure an automatic retry follows (page
+#                             # only on the last attempt)
 
 [ceilings]                    # wall-clock limit of a run, by the task's kind
 # filed = "30m"

@@ -119,7 +119,7 @@ func (d *Dispatcher) Reclaim(ctx context.Context) []Reclaimed {
 // is left to do it), beside the loop, and logs how it went. Every other
 // failed run's hook is run by its supervisor (lib/notify).
 func (d *Dispatcher) notifyFailure(ctx context.Context, org *config.Org, e notify.Event) {
-	if len(org.Notify.OnFailure) == 0 {
+	if len(org.Notify.OnFailure) == 0 || e.WillRetry && org.Notify.FinalOnly {
 		return
 	}
 	d.hooks.Add(1)
