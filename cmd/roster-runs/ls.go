@@ -16,6 +16,7 @@ type LsCmd struct {
 	Since    string   `placeholder:"TIME" help:"Only runs started since TIME (RFC 3339, \"YYYY-MM-DD HH:MM\", or an age like 36h or 7d)."`
 	Limit    int      `placeholder:"N" help:"At most N runs (the newest)."`
 	Attested string   `placeholder:"A" enum:",completed,failed,needs-review,canceled,none" default:"" help:"Only runs attested A: completed, failed, needs-review, canceled, or none (ad hoc, or not ended)."`
+	Failed   bool     `help:"Only runs attested failed (--attested failed)."`
 	Template string   `placeholder:"ID" help:"Only runs of tasks the template ID fired (with --worker W, or any worker's template of that id)."`
 	Pushed   string   `placeholder:"REPO" help:"Only runs whose git push landed (or waits in a gate) in REPO; \"*\" for any repo."`
 	JSON     bool     `name:"json" help:"One JSON object per run (JSON Lines)."`
@@ -37,6 +38,12 @@ func (c *LsCmd) Run(g *cli.Globals, env *cli.Env) error {
 	zone := hostZone(h)
 	if c.Limit < 0 {
 		return errs.New(errs.ErrUsage, fmt.Sprintf("--limit %d: give 1 or more (0: all)", c.Limit))
+	}
+	if c.Failed {
+		if c.Attested != "" && c.Attested != "failed" {
+			return errs.New(errs.ErrUsage, "--failed and --attested "+c.Attested+": give one")
+		}
+		c.Attested = "failed"
 	}
 	f := runs.Filter{Task: c.Task, Limit: c.Limit, Attested: c.Attested, Template: c.Template, Pushed: c.Pushed}
 	for _, w := range c.Worker {
@@ -78,7 +85,7 @@ func (c *LsCmd) Run(g *cli.Globals, env *cli.Env) error {
 		}
 		rows = append(rows, lsCells(e, zone))
 	}
-	return cli.Table(env.Stdout, []string{"RUN", "WORKER", "TASK", "KIND", "STARTED", "WALL", "ENDED", "ATTESTED"}, rows)
+	return cli.Table(env.Stdout, []string{"RUN", "WORKER", "TASK", "KIND", "STARTED", "WALL", "COST", "ENDED", "REPORT", "ATTESTED"}, rows)
 }
 
 func lsCells(e runs.Entry, zone *time.Location) []string {
@@ -86,9 +93,9 @@ func lsCells(e runs.Entry, zone *time.Location) []string {
 	r := e.Record
 	switch {
 	case e.Err != nil:
-		return []string{e.ID, e.Worker, "-", "-", started, "-", "unreadable", "-"}
+		return []string{e.ID, e.Worker, "-", "-", started, "-", "-", "unreadable", "-", "-"}
 	case r == nil:
-		return []string{e.ID, e.Worker, "-", "-", started, "-", state(e), "-"}
+		return []string{e.ID, e.Worker, "-", "-", started, "-", "-", state(e), "-", "-"}
 	}
 	wall := "-"
 	if r.Cost.WallSeconds > 0 {
@@ -96,7 +103,35 @@ func lsCells(e runs.Entry, zone *time.Location) []string {
 	} else if r.Ended == "" && e.Live() {
 		wall = seconds(time.Since(r.StartedAt).Seconds())
 	}
-	return []string{e.ID, e.Worker, dash(r.Task), dash(r.Kind), started, wall, state(e), dash(r.Attested)}
+	return []string{e.ID, e.Worker, dash(r.Task), dash(r.Kind), started, wall, lsCost(r.Cost), state(e), dash(r.Report.Status), dash(r.Attested)}
+}
+
+// lsCost is a run's model use in a cell: "-" for none, else its tokens
+// (input + output, cache reads and writes apart) and, when every call was
+// priced, the spend: "12.4k tok $0.031"; "~" marks an estimate.
+func lsCost(c runs.Cost) string {
+	if c.ModelCalls == 0 {
+		return "-"
+	}
+	s := compact(c.InputTokens+c.OutputTokens) + " tok"
+	if c.Estimated {
+		s = "~" + s
+	}
+	if c.USD != nil {
+		s += " " + usd(*c.USD)
+	}
+	return s
+}
+
+// compact is n as 950, 12.4k or 3.1M.
+func compact(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprint(n)
+	case n < 1000000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%.1fM", float64(n)/1e6)
 }
 
 // state is how a run stands: its `ended`, or live / starting / lost.
