@@ -1,9 +1,12 @@
 package main
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/cli/out"
 	"github.com/roster-sh/roster/lib/tms"
 )
 
@@ -15,10 +18,18 @@ type DueCmd struct {
 
 func (c *DueCmd) Run(g *cli.Globals, env *cli.Env) error {
 	var rows [][]string
+	var held []string // "W: why", for a worker held with nothing pending to show it
 	err := eachWorker(g, env, c.Worker, func(p *tms.Partition) error {
 		r, err := p.Due(env.Ctx)
 		if err != nil {
 			return err
+		}
+		if len(r.Holds) > 0 && !c.JSON && !anyPending(r.Entries) {
+			msg := p.Name + " is held (" + strings.Join(r.Holds, ", ") + "): nothing it is given runs until that clears"
+			if slices.Contains(r.Holds, "worker paused") {
+				msg += "; `roster worker resume " + p.Name + "` resumes it"
+			}
+			held = append(held, msg)
 		}
 		n := 0
 		for _, e := range r.Entries {
@@ -50,6 +61,18 @@ func (c *DueCmd) Run(g *cli.Globals, env *cli.Env) error {
 		if terr := cli.Table(env.Stdout, []string{"WORKER", "ORDER", "ID", "ELIGIBILITY", "WHY", "STANDING", "TEXT"}, rows); terr != nil && err == nil {
 			err = terr
 		}
+		for _, h := range held {
+			env.Note("%s", out.Printable(h))
+		}
 	}
 	return err
+}
+
+func anyPending(es []tms.Entry) bool {
+	for _, e := range es {
+		if e.Task.State == tms.Pending {
+			return true
+		}
+	}
+	return false
 }

@@ -103,7 +103,9 @@ func printTask(w io.Writer, out *taskJSON, zone *time.Location) {
 	add("from", task.From)
 	add("template", task.Template)
 	add("slot", fmtTime(task.Slot, zone))
-	add("attempts", strconv.Itoa(task.Attempts))
+	if task.Attempts > 0 { // boxes lost and reclaimed (not retries: below)
+		add("boxes lost", fmt.Sprintf("%d of %d", task.Attempts, tms.MaxReclaims))
+	}
 	if task.Retries > 0 {
 		add("retries", fmt.Sprintf("%d of %d used", task.Retried, task.Retries))
 	}

@@ -114,7 +114,7 @@ func Lookup(p Provider, c Creds, now time.Time) (Credential, error) {
 	}
 	return Credential{}, errs.WithHint(
 		fmt.Errorf("%s: no credential in %s: %w", p.Name, strings.Join(tried, ", "), ErrNoCredential),
-		"roster-task key put "+p.Name+" <KEYFILE stores one in the vault; or log in with pi on the host")
+		"roster key put "+p.Name+" <KEYFILE stores one in the vault; or log in with pi on the host")
 }
 
 // Which tells which source would serve p now, never the value.
