@@ -37,7 +37,13 @@ BENCH_DEBS := $(TEST_DEBS) runc bubblewrap hyperfine
 AGENT_PREFIX   ?= /usr
 PI_VERSION     := 0.73.1
 CLAUDE_VERSION := 2.1.197
-AGENT_PKGS     := @mariozechner/pi-coding-agent@$(PI_VERSION) @anthropic-ai/claude-code@$(CLAUDE_VERSION)
+PKG_pi         := @mariozechner/pi-coding-agent@$(PI_VERSION)
+PKG_claude     := @anthropic-ai/claude-code@$(CLAUDE_VERSION)
+# AGENTS names the agents deps-agents installs (default: both, which the
+# tests need); `make demo` installs pi only, plus AGENTS (make demo
+# AGENTS=claude).
+AGENTS         ?=
+AGENT_PKGS      = $(foreach a,$(or $(AGENTS),pi claude),$(or $(PKG_$(a)),$(error AGENTS: unknown agent $(a): pi or claude)))
 
 # The linters, pinned, installed with `go install` through the Go module
 # proxy into .tools/ (one folder per version, so a bump reinstalls).
@@ -155,7 +161,8 @@ man-lint:
 		if [ -n "$$out" ]; then echo "$$m:"; echo "$$out"; exit 1; fi; \
 	done; echo "man pages lint clean"
 
-demo: build deps-agents
+demo: build
+	@$(MAKE) --no-print-directory deps-agents AGENTS="pi $(AGENTS)"
 	@bash contrib/demo.sh
 
 bench: deps-bench build
