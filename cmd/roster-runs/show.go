@@ -197,7 +197,11 @@ func agentLines(line func(k, v string), a *runs.AgentRecord) {
 	if a.Version != "" {
 		s += " " + a.Version
 	}
-	s += ", " + plural(a.Turns, "turn")
+	if a.Interactive {
+		s += ", interactive (a terminal session: turns not counted)"
+	} else {
+		s += ", " + plural(a.Turns, "turn")
+	}
 	if a.StopReason != "" {
 		s += ", stop " + a.StopReason
 	}

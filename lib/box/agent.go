@@ -115,7 +115,7 @@ func (s *Supervision) recordAgent(r *supervised) {
 	if ar == nil || ar.plan == nil {
 		return
 	}
-	rec := runs.AgentRecord{Name: ar.Agent.Name}
+	rec := runs.AgentRecord{Name: ar.Agent.Name, Interactive: ar.stream == nil}
 	if ar.stream != nil {
 		rec = ar.stream.Record()
 		if e := ar.stream.Error(); e != "" {

@@ -98,11 +98,14 @@ type LastRefusal struct {
 // event stream said. It is evidence, never the verdict, and its cost claim
 // is the agent's; the gateway's figures in Cost are the ones that count.
 type AgentRecord struct {
-	Name       string   `json:"name"`
-	Version    string   `json:"version,omitempty"`
-	Turns      int      `json:"turns"`
-	StopReason string   `json:"stop_reason,omitempty"`
-	FinalText  string   `json:"final_text,omitempty"` // its first 2 KiB
-	CostUSD    *float64 `json:"cost_usd,omitempty"`   // the agent's claim
-	Session    string   `json:"session,omitempty"`    // its session file, relative to the run folder
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+	Turns   int    `json:"turns"`
+	// Interactive: a terminal session (roster worker run -t): no event
+	// stream was read, so turns and the rest are not known.
+	Interactive bool     `json:"interactive,omitempty"`
+	StopReason  string   `json:"stop_reason,omitempty"`
+	FinalText   string   `json:"final_text,omitempty"` // its first 2 KiB
+	CostUSD     *float64 `json:"cost_usd,omitempty"`   // the agent's claim
+	Session     string   `json:"session,omitempty"`    // its session file, relative to the run folder
 }
