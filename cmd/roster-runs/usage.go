@@ -5,16 +5,18 @@ import (
 	"time"
 
 	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/runs"
 )
 
 // UsageCmd sums what runs used, from the run records (and the index kept
 // of them).
 type UsageCmd struct {
-	Worker []string `short:"w" placeholder:"W" help:"Only this worker's runs (repeatable; default: every worker)."`
-	Since  string   `placeholder:"TIME" help:"Only runs started since TIME (RFC 3339, \"YYYY-MM-DD HH:MM\", or an age like 36h or 7d)."`
-	By     string   `placeholder:"KEY" default:"day" enum:"day,worker,model" help:"One row per host-local day, worker or model (default: day)."`
-	JSON   bool     `name:"json" help:"One JSON object per row (JSON Lines)."`
+	Worker   []string `short:"w" placeholder:"W" help:"Only this worker's runs (repeatable; default: every worker)."`
+	Since    string   `placeholder:"TIME" help:"Only runs started since TIME (RFC 3339, \"YYYY-MM-DD HH:MM\", or an age like 36h or 7d)."`
+	By       string   `placeholder:"KEY" default:"day" enum:"day,worker,model" help:"One row per host-local day, worker or model (default: day)."`
+	JSON     bool     `name:"json" help:"One JSON object per row (JSON Lines)."`
+	Recorded bool     `help:"Spend as each run recorded it, not re-priced at org.toml's [gateway.prices] of today."`
 }
 
 func (c *UsageCmd) Run(g *cli.Globals, env *cli.Env) error {
@@ -40,6 +42,16 @@ func (c *UsageCmd) Run(g *cli.Globals, env *cli.Env) error {
 			return err
 		}
 	}
+	rates := map[string]runs.Rate{}
+	if !c.Recorded {
+		org, err := config.LoadOrg(h)
+		if err != nil {
+			return err
+		}
+		for m, p := range org.Gateway.Prices {
+			rates[m] = runs.Rate(p)
+		}
+	}
 	var all []runs.WorkerRuns
 	for _, w := range workers {
 		rows, problems, err := runs.WorkerUsage(h.Worker(w), since, now)
@@ -48,6 +60,9 @@ func (c *UsageCmd) Run(g *cli.Globals, env *cli.Env) error {
 		}
 		for _, p := range problems {
 			env.Warn("%v", p)
+		}
+		for i := range rows {
+			runs.Reprice(&rows[i], rates)
 		}
 		all = append(all, runs.WorkerRuns{Worker: w, Runs: rows})
 	}
@@ -83,6 +98,7 @@ func (c *UsageCmd) Run(g *cli.Globals, env *cli.Env) error {
 		total.CacheReadTokens += r.CacheReadTokens
 		total.CacheWriteTokens += r.CacheWriteTokens
 		total.Unpriced += r.Unpriced
+		total.Repriced = total.Repriced || r.Repriced
 		if r.USD != nil {
 			v := *r.USD
 			if total.USD != nil {
@@ -108,6 +124,9 @@ func usageCells(key string, r runs.UsageRow) []string {
 	}
 	if r.Unpriced > 0 {
 		spend += " (" + plural(r.Unpriced, "call") + " unpriced)"
+	}
+	if r.Repriced {
+		spend += " (re-priced)"
 	}
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	return []string{key, strconv.Itoa(r.Runs), box, cpu, strconv.Itoa(r.Calls), n(r.InputTokens), n(r.OutputTokens),

@@ -42,6 +42,9 @@ type ModelUse struct {
 	CacheWriteTokens int64    `json:"cache_write_tokens"`
 	USD              *float64 `json:"usd,omitempty"`      // the priced spend (nil: nothing priced)
 	Unpriced         int      `json:"unpriced,omitempty"` // calls without a price
+	// Repriced: USD is today's prices applied to the recorded tokens, and
+	// differs from what the run recorded (Reprice).
+	Repriced bool `json:"repriced,omitempty"`
 }
 
 // Tokens is input plus output tokens: what proactive_tokens limits.
@@ -54,6 +57,7 @@ func (m *ModelUse) add(o ModelUse) {
 	m.CacheReadTokens += o.CacheReadTokens
 	m.CacheWriteTokens += o.CacheWriteTokens
 	m.Unpriced += o.Unpriced
+	m.Repriced = m.Repriced || o.Repriced
 	if o.USD != nil {
 		v := *o.USD
 		if m.USD != nil {
