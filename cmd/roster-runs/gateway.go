@@ -38,7 +38,10 @@ func (c *GatewayCmd) Run(g *cli.Globals, env *cli.Env) error {
 		return err
 	}
 	path := runs.GatewayLedger(e.Dir)
-	zone := hostZone(h)
+	zone, err := hostZone(h)
+	if err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	header := "SEQ\tAT\tKIND\tMETHOD\tTARGET\tDECISION\tSTATUS\tUP\tDOWN\tMS\tMODEL\tIN\tOUT\tUSD\n"
 	rows, bad, warned := 0, 0, 0

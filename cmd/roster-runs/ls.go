@@ -35,7 +35,10 @@ func (c *LsCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	zone := hostZone(h)
+	zone, err := hostZone(h)
+	if err != nil {
+		return err
+	}
 	if c.Limit < 0 {
 		return errs.New(errs.ErrUsage, fmt.Sprintf("--limit %d: give 1 or more (0: all)", c.Limit))
 	}

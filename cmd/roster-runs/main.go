@@ -36,9 +36,10 @@ func main() {
 
 // hostZone is the zone of host-local days and times: org.toml's
 // [dispatch] zone, else the system zone; never TZ.
-func hostZone(h home.Home) *time.Location {
-	if org, err := config.LoadOrg(h); err == nil {
-		return org.Zone()
+func hostZone(h home.Home) (*time.Location, error) {
+	org, err := config.LoadOrg(h)
+	if err != nil {
+		return nil, err // a broken org.toml is refused as by every command
 	}
-	return config.SystemZone()
+	return org.Zone(), nil
 }

@@ -34,7 +34,11 @@ func (c *ShowCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if c.JSON {
 		return cli.JSONLine(env.Stdout, lsRow{Record: r, Live: e.Live()})
 	}
-	return showBlock(env.Stdout, e, r, hostZone(h))
+	zone, err := hostZone(h)
+	if err != nil {
+		return err
+	}
+	return showBlock(env.Stdout, e, r, zone)
 }
 
 func showBlock(w io.Writer, e runs.Entry, r *runs.Record, zone *time.Location) error {

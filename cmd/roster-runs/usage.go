@@ -25,9 +25,13 @@ func (c *UsageCmd) Run(g *cli.Globals, env *cli.Env) error {
 		return err
 	}
 	now := time.Now()
+	zone, err := hostZone(h)
+	if err != nil {
+		return err
+	}
 	var since time.Time
 	if c.Since != "" {
-		if since, err = runs.ParseSince(c.Since, now, hostZone(h)); err != nil {
+		if since, err = runs.ParseSince(c.Since, now, zone); err != nil {
 			return err
 		}
 	}
@@ -66,7 +70,7 @@ func (c *UsageCmd) Run(g *cli.Globals, env *cli.Env) error {
 		}
 		all = append(all, runs.WorkerRuns{Worker: w, Runs: rows})
 	}
-	rows, err := runs.SumUsage(all, c.By, hostZone(h))
+	rows, err := runs.SumUsage(all, c.By, zone)
 	if err != nil {
 		return err
 	}

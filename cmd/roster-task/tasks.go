@@ -96,6 +96,11 @@ func eachWorker(g *cli.Globals, env *cli.Env, worker string, fn func(p *tms.Part
 	if err != nil {
 		return err
 	}
+	// A broken org.toml is the home's fault, not each worker's: refused
+	// once, as every command refuses it.
+	if _, err := config.LoadOrg(h); err != nil {
+		return err
+	}
 	var fails cli.Failures
 	for _, n := range names {
 		p, err := tms.Open(h, n, tms.Options{})

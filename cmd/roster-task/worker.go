@@ -157,7 +157,10 @@ func (c *WorkerLsCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	org, _ := config.LoadOrg(h)                     // unreadable: no store.max hold shown (due says why it cannot read it)
+	org, err := config.LoadOrg(h) // a broken org.toml is refused, as by every command
+	if err != nil {
+		return err
+	}
 	specs, specErrs := config.LoadWorkers(h, names) // each spec read once, not once per other worker
 	rows := make([]workerRow, len(names))
 	warns := make([][]string, len(names))
