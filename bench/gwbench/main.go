@@ -120,27 +120,14 @@ func call(c *http.Client, base string, stream bool) (time.Duration, time.Duratio
 func latency(dBase, vBase string, n int) {
 	direct := client()
 	via := client()
-	for i := 0; i < 200; i++ { // warm both paths
-		call(direct, dBase, false)
-		call(via, vBase, false)
-	}
-	var dl, vl, dfirst, vfirst []time.Duration
-	for i := 0; i < n; i++ { // interleaved, so noise hits both alike
-		a, _ := call(direct, dBase, false)
-		b, _ := call(via, vBase, false)
-		dl, vl = append(dl, a), append(vl, b)
-	}
+	dl, vl := interleaved(direct, via, dBase, vBase, 200, n)
+	var dfirst, vfirst []time.Duration
 	for i := 0; i < n/4; i++ {
 		_, a := call(direct, dBase, true)
 		_, b := call(via, vBase, true)
 		dfirst, vfirst = append(dfirst, a), append(vfirst, b)
 	}
-	md, mv := pct(dl, 50), pct(vl, 50)
-	pd, pv := pct(dl, 99), pct(vl, 99)
-	fmt.Printf("model call (JSON, %d each, interleaved)\n", n)
-	fmt.Printf("  direct      median %8s  p99 %8s\n", us(md), us(pd))
-	fmt.Printf("  via gateway median %8s  p99 %8s\n", us(mv), us(pv))
-	fmt.Printf("  added       median %8s  p99 %8s   (targets <= 1ms, <= 5ms)   ratio %.2fx\n", us(mv-md), us(pv-pd), float64(mv)/float64(md))
+	printLatency(fmt.Sprintf("model call (JSON, %d each, interleaved)", n), "targets <= 1ms, <= 5ms", dl, vl)
 	fd, fv := pct(dfirst, 50), pct(vfirst, 50)
 	fmt.Printf("first streamed byte (SSE)  direct %s  via gateway %s  added %s (target within 2ms)\n", us(fd), us(fv), us(fv-fd))
 }
@@ -287,6 +274,21 @@ func tunnels(relay, echo string, gw *part) {
 	}
 }
 
+// interleaved makes warm calls on each side, then n timed JSON model calls
+// on each, alternating, so noise hits both alike.
+func interleaved(direct, via *http.Client, dBase, vBase string, warm, n int) (dl, vl []time.Duration) {
+	for i := 0; i < warm; i++ {
+		call(direct, dBase, false)
+		call(via, vBase, false)
+	}
+	for i := 0; i < n; i++ {
+		a, _ := call(direct, dBase, false)
+		b, _ := call(via, vBase, false)
+		dl, vl = append(dl, a), append(vl, b)
+	}
+	return dl, vl
+}
+
 // fresh times model calls made each on a new connection (curl's way, and
 // an agent CLI's first call): direct, a new TCP connection to the
 // upstream; via the gateway, a new one to the in-box relay, which opens a
@@ -296,22 +298,19 @@ func fresh(dBase, vBase string, n int) {
 	direct, via := client(), client()
 	direct.Transport.(*http.Transport).DisableKeepAlives = true
 	via.Transport.(*http.Transport).DisableKeepAlives = true
-	for i := 0; i < 100; i++ {
-		call(direct, dBase, false)
-		call(via, vBase, false)
-	}
-	var dl, vl []time.Duration
-	for i := 0; i < n; i++ {
-		a, _ := call(direct, dBase, false)
-		b, _ := call(via, vBase, false)
-		dl, vl = append(dl, a), append(vl, b)
-	}
+	dl, vl := interleaved(direct, via, dBase, vBase, 100, n)
+	printLatency(fmt.Sprintf("model call on a fresh connection each (%d each, interleaved)", n), "target <= 1ms at p50", dl, vl)
+}
+
+// printLatency prints both sides' median and p99 and what the gateway
+// adds.
+func printLatency(title, target string, dl, vl []time.Duration) {
 	md, mv := pct(dl, 50), pct(vl, 50)
 	pd, pv := pct(dl, 99), pct(vl, 99)
-	fmt.Printf("model call on a fresh connection each (%d each, interleaved)\n", n)
+	fmt.Println(title)
 	fmt.Printf("  direct      median %8s  p99 %8s\n", us(md), us(pd))
 	fmt.Printf("  via gateway median %8s  p99 %8s\n", us(mv), us(pv))
-	fmt.Printf("  added       median %8s  p99 %8s   (target <= 1ms at p50)   ratio %.2fx\n", us(mv-md), us(pv-pd), float64(mv)/float64(md))
+	fmt.Printf("  added       median %8s  p99 %8s   (%s)   ratio %.2fx\n", us(mv-md), us(pv-pd), target, float64(mv)/float64(md))
 }
 
 // client is a keep-alive HTTP client for one side.

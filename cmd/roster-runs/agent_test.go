@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/roster-sh/roster/lib/cli"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/runs"
 )
@@ -29,14 +26,7 @@ func TestShowInteractiveAgentRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	show := func(id string) string {
-		var out, errb bytes.Buffer
-		env := &cli.Env{Name: "roster-runs", Stdout: &out, Stderr: &errb, Ctx: context.Background()}
-		if code := cli.MainEnv(env, &CLI{}, []string{"--home", h.Dir, "show", id}); code != 0 {
-			t.Fatalf("exit %d: %s", code, errb.String())
-		}
-		return out.String()
-	}
+	show := func(id string) string { return runOK(t, h, "show", id) }
 	if s := show("2026-12-06-10-00-00-aaaa"); !strings.Contains(s, "pi, interactive (a terminal session: turns not counted)") || strings.Contains(s, "0 turns") {
 		t.Fatalf("interactive:\n%s", s)
 	}

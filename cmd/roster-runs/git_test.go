@@ -35,14 +35,7 @@ func TestShowAndLsTellThePushes(t *testing.T) {
 		{Repo: "lib", Ref: "refs/heads/main", Old: fix, New: fix, Outcome: "refused", Refusal: "ref_protected"}},
 		Knowledge: &runs.GitKnowledge{Access: "read"}})
 	write("2026-12-06-10-00-04-cccc", nil)
-	run := func(args ...string) string {
-		var out, errb bytes.Buffer
-		env := &cli.Env{Name: "roster-runs", Stdout: &out, Stderr: &errb, Ctx: context.Background()}
-		if code := cli.MainEnv(env, &CLI{}, append([]string{"--home", h.Dir}, args...)); code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, code, errb.String())
-		}
-		return out.String()
-	}
+	run := func(args ...string) string { return runOK(t, h, args...) }
 	show := run("show", "2026-12-06-10-00-00-aaaa")
 	if !strings.Contains(show, "pushed app roster/dobby/fix 3f2a1c0") || !strings.Contains(show, "refused app main 3f2a1c0 (ref_protected)") {
 		t.Fatalf("show:\n%s", show)
@@ -59,4 +52,16 @@ func TestShowAndLsTellThePushes(t *testing.T) {
 			t.Errorf("ls --pushed %s:\n%s", c.repo, out)
 		}
 	}
+}
+
+// runOK runs roster-runs in the home h (in this process) and returns its
+// stdout; an exit other than 0 fails the test.
+func runOK(t *testing.T, h home.Home, args ...string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := &cli.Env{Name: "roster-runs", Stdout: &out, Stderr: &errb, Ctx: context.Background()}
+	if code := cli.MainEnv(env, &CLI{}, append([]string{"--home", h.Dir}, args...)); code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, code, errb.String())
+	}
+	return out.String()
 }

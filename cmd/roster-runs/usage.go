@@ -25,10 +25,11 @@ func (c *UsageCmd) Run(g *cli.Globals, env *cli.Env) error {
 		return err
 	}
 	now := time.Now()
-	zone, err := hostZone(h)
+	org, err := config.LoadOrg(h) // its zone, and its prices for re-pricing
 	if err != nil {
 		return err
 	}
+	zone := org.Zone()
 	var since time.Time
 	if c.Since != "" {
 		if since, err = runs.ParseSince(c.Since, now, zone); err != nil {
@@ -48,10 +49,6 @@ func (c *UsageCmd) Run(g *cli.Globals, env *cli.Env) error {
 	}
 	rates := map[string]runs.Rate{}
 	if !c.Recorded {
-		org, err := config.LoadOrg(h)
-		if err != nil {
-			return err
-		}
 		for m, p := range org.Gateway.Prices {
 			rates[m] = runs.Rate(p)
 		}

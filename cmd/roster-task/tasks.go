@@ -98,12 +98,13 @@ func eachWorker(g *cli.Globals, env *cli.Env, worker string, fn func(p *tms.Part
 	}
 	// A broken org.toml is the home's fault, not each worker's: refused
 	// once, as every command refuses it.
-	if _, err := config.LoadOrg(h); err != nil {
+	org, err := config.LoadOrg(h)
+	if err != nil {
 		return err
 	}
 	var fails cli.Failures
 	for _, n := range names {
-		p, err := tms.Open(h, n, tms.Options{})
+		p, err := tms.Open(h, n, tms.Options{Org: org}) // read once, not once per worker
 		if err == nil {
 			err = fn(p)
 		}

@@ -120,6 +120,9 @@ func TestOrgBudgetOffIsUnlimited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if o.Budget.Starts != DefaultProactiveStarts {
+		t.Fatalf("proactive_starts default %d", o.Budget.Starts)
+	}
 	if !o.Budget.Unlimited || o.Budget.Proactive != 0 {
 		t.Fatalf("got %+v", o.Budget)
 	}
@@ -169,6 +172,8 @@ func TestOrgBadValuesRefused(t *testing.T) {
 		{"[ceilings]\nrelay = \"-5m\"\n", ":2: ceilings.relay"},
 		{"[ceilings]\nfiled = \"off\"\n", "ceilings.filed"},
 		{"[budget]\nproactive = \"2 hours\"\n", ":2: budget.proactive"},
+		{"[budget]\nproactive_starts = -1\n", ":2: budget.proactive_starts: must be 0 (no limit) or more"},
+		{"[budget]\nproactive_starts = \"many\"\n", ":2: budget.proactive_starts"},
 		{"[dispatch]\ncap = 1\ncap = 2\n", ":3:"},
 		{"[dispatch\n", ":1:"},
 	}

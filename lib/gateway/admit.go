@@ -72,7 +72,7 @@ func (g *Gateway) takeTurn(ctx context.Context, mr *modelRequest, price Price, p
 	if !mr.infer || g.cfg.Budget == nil {
 		return func() { <-g.slots }, ""
 	}
-	res := g.reserve(mr, price, priced)
+	res := reserve(mr, price, priced)
 	why, err := g.admitSpend(ctx, res)
 	if why != "" || err != nil {
 		<-g.slots
@@ -212,7 +212,7 @@ type reservation struct {
 	usd    float64
 }
 
-func (g *Gateway) reserve(mr *modelRequest, price Price, priced bool) reservation {
+func reserve(mr *modelRequest, price Price, priced bool) reservation {
 	out := mr.maxTokens
 	if out <= 0 {
 		out = DefaultMaxTokens
@@ -237,8 +237,7 @@ func (g *Gateway) admitSpend(ctx context.Context, res reservation) (string, erro
 	}
 	for {
 		g.mu.Lock()
-		tokens := b.SpentTokens + g.usage.InputTokens + g.usage.OutputTokens
-		usd := b.SpentUSD + g.usd
+		tokens, usd := g.spentLocked()
 		if why := spentWhy(b, tokens, usd); why != "" {
 			g.mu.Unlock()
 			return why, nil

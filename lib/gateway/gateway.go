@@ -22,7 +22,7 @@ import (
 )
 
 // Price is USD per million tokens of each kind.
-type Price struct{ Input, Output, CacheRead, CacheWrite float64 }
+type Price = runs.Rate
 
 // Budget is a proactive run's day: limits (0 = none) and what the worker
 // spent earlier today; the gateway adds this run's own usage as it goes.

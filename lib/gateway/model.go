@@ -376,7 +376,15 @@ func (g *Gateway) budgetSpent() string {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return spentWhy(b, b.SpentTokens+g.usage.InputTokens+g.usage.OutputTokens, b.SpentUSD+g.usd)
+	tokens, usd := g.spentLocked()
+	return spentWhy(b, tokens, usd)
+}
+
+// spentLocked is the day's proactive spend so far, this run's included
+// (g.mu held; a budget set).
+func (g *Gateway) spentLocked() (int64, float64) {
+	b := g.cfg.Budget
+	return b.SpentTokens + g.usage.InputTokens + g.usage.OutputTokens, b.SpentUSD + g.usd
 }
 
 // account adds a call's usage to the run's and returns its cost, and
@@ -413,22 +421,8 @@ func (g *Gateway) account(u callUsage, asked string, estimated bool) (float64, b
 
 // priceOf finds a model's price: its exact name, else the longest priced
 // name it extends with "-" (claude-sonnet-4-5-20250929 takes
-// claude-sonnet-4-5's price).
-func (g *Gateway) priceOf(model string) (Price, bool) {
-	if model == "" {
-		return Price{}, false
-	}
-	if p, ok := g.cfg.Prices[model]; ok {
-		return p, true
-	}
-	best, found := "", false
-	for name := range g.cfg.Prices {
-		if strings.HasPrefix(model, name+"-") && len(name) > len(best) {
-			best, found = name, true
-		}
-	}
-	return g.cfg.Prices[best], found
-}
+// claude-sonnet-4-5's price), the rule usage re-prices by (runs.RateOf).
+func (g *Gateway) priceOf(model string) (Price, bool) { return runs.RateOf(g.cfg.Prices, model) }
 
 func portOf(u *url.URL) int {
 	if p := u.Port(); p != "" {

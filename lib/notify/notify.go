@@ -67,8 +67,9 @@ func (e Event) Env() []string {
 		retry = "1"
 	}
 	return append(env,
-		"ROSTER_HOME="+e.Home, "ROSTER_WORKER="+out.Printable(e.Worker), "ROSTER_RUN="+out.Printable(e.Run),
-		"ROSTER_TASK="+out.Printable(e.Task), "ROSTER_ATTESTED="+e.Attested, "ROSTER_ENDED="+e.Ended,
+		"ROSTER_HOME="+e.Home, "ROSTER_WORKER="+e.Worker, "ROSTER_RUN="+e.Run,
+		// (names and ids are validated: nothing to escape in them)
+		"ROSTER_TASK="+e.Task, "ROSTER_ATTESTED="+e.Attested, "ROSTER_ENDED="+e.Ended,
 		"ROSTER_REASON="+Reason(e.Reason), "ROSTER_WILL_RETRY="+retry)
 }
 

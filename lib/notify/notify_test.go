@@ -51,6 +51,24 @@ func TestHookEnvironmentIsClean(t *testing.T) {
 	}
 }
 
+// The cut at ReasonMax never leaves half an escape: an ESC whose \x1b
+// would straddle the bound is left out whole.
+func TestReasonCutKeepsEscapesWhole(t *testing.T) {
+	for pad := ReasonMax - 6; pad <= ReasonMax; pad++ {
+		got := Reason(strings.Repeat("a", pad) + "\x1b" + "tail")
+		if strings.HasSuffix(got, `\`) || strings.HasSuffix(got, `\x`) || strings.HasSuffix(got, `\x1`) {
+			t.Fatalf("pad %d: cut inside an escape: ...%q", pad, got[len(got)-8:])
+		}
+		want := ReasonMax // the escape fits, the tail fills the rest
+		if pad+4 > ReasonMax {
+			want = pad // the escape does not fit: left out whole
+		}
+		if len(got) != want {
+			t.Fatalf("pad %d: %d bytes, want %d", pad, len(got), want)
+		}
+	}
+}
+
 func FuzzReason(f *testing.F) {
 	f.Add("plain")
 	f.Add("\x1b[31mred\x9b")

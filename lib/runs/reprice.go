@@ -9,8 +9,8 @@ import (
 // [gateway.prices], as config.Price says it).
 type Rate struct{ Input, Output, CacheRead, CacheWrite float64 }
 
-// RateOf finds model's rate as the gateway does: its exact name, else the
-// longest priced name it extends with "-".
+// RateOf finds model's rate: its exact name, else the longest priced name
+// it extends with "-" (the gateway prices calls by it too).
 func RateOf(rates map[string]Rate, model string) (Rate, bool) {
 	if model == "" || model == UnattributedModel {
 		return Rate{}, false
