@@ -26,6 +26,29 @@ type InboxCLI struct {
 	File     InboxFileCmd     `cmd:"" help:"Add a task to your own list; prints its id."`
 	Set      InboxSetCmd      `cmd:"" help:"Replace the worker-editable part of your list (set_tasks); needs --version N (stale: exit 13)."`
 	Propose  InboxProposeCmd  `cmd:"" help:"Ask an operator to decide something (a gate); prints the gate id."`
+	Reply    InboxReplyCmd    `cmd:"" help:"Send a chat message to a channel this run serves (at most 60 per run, 16 KiB each)."`
+}
+
+// InboxReplyCmd is `roster-task reply [--channel CHAN] [TEXT | -]`.
+type InboxReplyCmd struct {
+	Channel string   `name:"channel" placeholder:"CHAN" help:"The channel (ACCOUNT:CHAT); default: the one this run serves."`
+	Text    []string `arg:"" optional:"" help:"The message; \"-\" (or nothing) reads it from stdin."`
+}
+
+func (c *InboxReplyCmd) Run(env *cli.Env) error {
+	args := c.Text
+	if len(args) == 0 {
+		args = []string{"-"}
+	}
+	text, err := readText(args, env.Stdin)
+	if err != nil {
+		return err
+	}
+	if text == "" {
+		return errs.New(errs.ErrUsage, "reply: the text is empty")
+	}
+	_, err = submit(env, &outbox.Action{Kind: outbox.KindReply, Text: text, Channel: c.Channel})
+	return err
 }
 
 // InboxCompleteCmd is `roster-task complete [SUMMARY]`.

@@ -47,6 +47,7 @@ var routes = []route{
 	{[]string{"worker", "restore"}, "snap", []string{"restore"}, "restore a worker's store from a snapshot"},
 	{[]string{"server", "start"}, "dispatch", nil, "run the dispatch loop"},
 	{[]string{"server", "runs"}, "runs", nil, "roster-runs VERB ...: the run records"},
+	{[]string{"chat"}, "chat", nil, "roster-chat VERB ...: chat accounts, conversations, pairing"},
 	{[]string{"connection", "ls"}, "box", []string{"connections"}, "the folders a worker's boxes are given"},
 	{[]string{"lock"}, "lock", nil, "run a command under a named lock on a store"},
 	{[]string{"key"}, "task", []string{"key"}, "model keys: put one in the vault from stdin, list the source each provider uses"},

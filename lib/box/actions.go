@@ -100,7 +100,13 @@ func (s *Supervision) applyActions(ctx context.Context, ob *outbox.Reader, rec *
 		} else {
 			kind = e.Action.Kind
 			ta, cerr := toTMS(e.N, e.Action)
-			if cerr != nil {
+			if kind == outbox.KindReply {
+				if aerr = s.applyReply(ctx, rec.ID, e.Action); aerr != nil {
+					if err := s.Part.RefuseAction(ctx, rec.ID, served, e.N, kind, aerr.Error()); err != nil {
+						ev.Note = joinNote(ev.Note, fmt.Sprintf("journal refused action %d: %v", e.N, err))
+					}
+				}
+			} else if cerr != nil {
 				aerr = cerr
 				if err := s.Part.RefuseAction(ctx, rec.ID, served, e.N, kind, cerr.Error()); err != nil {
 					ev.Note = joinNote(ev.Note, fmt.Sprintf("journal refused action %d: %v", e.N, err))

@@ -58,6 +58,9 @@ func containerConfig(s *Spec, rootfs, etc, self string) *configs.Config {
 	if s.Channel != "" && s.ChannelStore != "" {
 		mounts = append(mounts, bind(s.ChannelStore, BoxChannel, false))
 	}
+	if s.Channel != "" && s.ChannelLog != "" {
+		mounts = append(mounts, bind(s.ChannelLog, BoxChanLog, true))
+	}
 	mounts = append(mounts,
 		bind(self, BoxSelf, true),
 		bind(s.View, BoxSelf+"/view", true),

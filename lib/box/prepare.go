@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/roster-sh/roster/lib/chat"
 	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/home"
@@ -127,6 +128,9 @@ func Prepare(ctx context.Context, r Request) (*Supervision, error) {
 	}
 	if channel != "" {
 		if s.ChannelStore, err = channelStore(w, channel, spec.UID); err != nil {
+			return nil, err
+		}
+		if s.ChannelLog, err = chat.LogForBox(w, channel); err != nil {
 			return nil, err
 		}
 	}

@@ -34,6 +34,7 @@ type Spec struct {
 	Store        string            // data/workers/W/store
 	Locks        string            // data/workers/W/locks
 	ChannelStore string            // data/workers/W/channel-stores/CHAN, when Channel != ""
+	ChannelLog   string            // data/workers/W/conversations/CHAN/log.jsonl, mounted read-only
 	View         string            // data/workers/W/view
 	Runs         string            // data/workers/W/runs
 	RunDir       string            // data/workers/W/runs/RUN
@@ -53,6 +54,7 @@ const (
 	BoxStore    = BoxHome + "/store"
 	BoxLocks    = BoxStore + "/.locks"
 	BoxChannel  = BoxHome + "/channel/store"
+	BoxChanLog  = BoxHome + "/channel/log.jsonl"
 	BoxSelf     = BoxHome + "/self"
 	BoxBriefing = BoxSelf + "/briefing.md"
 	BoxSchedule = BoxSelf + "/schedule.json"

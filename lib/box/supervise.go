@@ -74,7 +74,8 @@ type Supervision struct {
 	FinalOnly bool // [notify] on_failure_final_only
 	Home      string
 
-	now func() time.Time // the pacer's clock (nil: time.Now); tests set it
+	now     func() time.Time // the pacer's clock (nil: time.Now); tests set it
+	replies int              // replies this run queued (applyReply)
 }
 
 // Gateway is a run's gateway as the supervisor uses it (lib/gateway).

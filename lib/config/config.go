@@ -45,6 +45,7 @@ type Org struct {
 		// RetryBackoff: the waits before each automatic retry of a failed
 		// run (--retries), the last repeating.
 		RetryBackoff []time.Duration
+		ChatCap      int // chat_cap: live sessions and relay runs at once, beside Cap
 	}
 	Notify struct {
 		OnFailure []string // a host command (argv) run once per failed run; empty = none
@@ -52,6 +53,7 @@ type Org struct {
 	}
 	Ceilings struct {
 		Filed, Recurring, Heartbeat, Relay, Continuation, Adhoc time.Duration
+		Live                                                    time.Duration // a live session's whole life
 	}
 	Budget struct {
 		Proactive time.Duration // box time per worker per local day for proactive work
@@ -63,6 +65,10 @@ type Org struct {
 	Gateway struct {
 		Providers map[string]Provider // the built-ins with org.toml's [gateway.NAME] over them
 		Prices    map[string]Price    // [gateway.prices], by model
+	}
+	Chat struct {
+		Accounts     map[string]ChatAccount // [chat.NAME]
+		BudgetNotice bool                   // budget_notice: one notice per channel per day when proactive relays wait
 	}
 	Warnings []string
 }
@@ -152,6 +158,7 @@ type orgFile struct {
 		Credentials []string `toml:"credentials"`
 		Zone        string   `toml:"zone"`
 		Backoff     []string `toml:"retry_backoff"`
+		ChatCap     int      `toml:"chat_cap"`
 	} `toml:"dispatch"`
 	Notify struct {
 		OnFailure []string `toml:"on_failure"`
@@ -164,6 +171,7 @@ type orgFile struct {
 		Relay        string `toml:"relay"`
 		Continuation string `toml:"continuation"`
 		Adhoc        string `toml:"adhoc"`
+		Live         string `toml:"live"`
 	} `toml:"ceilings"`
 	Budget struct {
 		Proactive       string  `toml:"proactive"`
@@ -172,6 +180,7 @@ type orgFile struct {
 		ProactiveStarts int     `toml:"proactive_starts"`
 	} `toml:"budget"`
 	Gateway map[string]any `toml:"gateway"`
+	Chat    map[string]any `toml:"chat"`
 }
 
 // LoadOrg reads org.toml of h; a missing file means all defaults.
@@ -203,6 +212,8 @@ func ParseOrg(file string, data []byte) (*Org, error) {
 	f.Ceilings.Relay = DefaultCeilings["relay"]
 	f.Ceilings.Continuation = DefaultCeilings["continuation"]
 	f.Ceilings.Adhoc = DefaultCeilings["adhoc"]
+	f.Ceilings.Live = DefaultLiveCeiling
+	f.Dispatch.ChatCap = DefaultChatCap
 	f.Budget.Proactive = DefaultProactive
 	f.Budget.ProactiveStarts = DefaultProactiveStarts
 	if err := decodeStrict(data, &f); err != nil {
@@ -244,6 +255,10 @@ func ParseOrg(file string, data []byte) (*Org, error) {
 		return nil, bad("dispatch.cap", "must be 1 or more")
 	}
 	o.Dispatch.Cap = f.Dispatch.Cap
+	if f.Dispatch.ChatCap < 1 {
+		return nil, bad("dispatch.chat_cap", "must be 1 or more (live sessions and relay runs at once, beside cap)")
+	}
+	o.Dispatch.ChatCap = f.Dispatch.ChatCap
 	if o.Dispatch.Poll, err = ParseDuration(f.Dispatch.Poll, false); err != nil {
 		return nil, bad("dispatch.poll", err.Error())
 	}
@@ -282,6 +297,7 @@ func ParseOrg(file string, data []byte) (*Org, error) {
 		{"relay", f.Ceilings.Relay, &o.Ceilings.Relay},
 		{"continuation", f.Ceilings.Continuation, &o.Ceilings.Continuation},
 		{"adhoc", f.Ceilings.Adhoc, &o.Ceilings.Adhoc},
+		{"live", f.Ceilings.Live, &o.Ceilings.Live},
 	} {
 		if *c.d, err = ParseDuration(c.s, false); err != nil {
 			return nil, bad("ceilings."+c.key, err.Error())
@@ -303,6 +319,9 @@ func ParseOrg(file string, data []byte) (*Org, error) {
 	}
 	o.Budget.Starts = f.Budget.ProactiveStarts
 	if err := parseGateway(f.Gateway, o, bad); err != nil {
+		return nil, err
+	}
+	if err := parseChat(f.Chat, o, bad); err != nil {
 		return nil, err
 	}
 	return o, nil

@@ -98,6 +98,10 @@ func TestOrgDefaults(t *testing.T) {
 		want.Budget.Starts = DefaultProactiveStarts
 		want.Gateway.Providers = BuiltinProviders()
 		want.Gateway.Prices = map[string]Price{}
+		want.Dispatch.ChatCap = 4
+		want.Ceilings.Live = 4 * time.Hour
+		want.Chat.Accounts = map[string]ChatAccount{}
+		want.Chat.BudgetNotice = true
 		if !reflect.DeepEqual(o, want) {
 			t.Errorf("defaults of %q:\n got %+v\nwant %+v", text, o, want)
 		}

@@ -44,7 +44,8 @@ type Worker struct {
 	Idle        time.Duration // 0 = "off"
 	Paused      bool
 	Connections []Connection
-	Repos       []Repo // [[repo]] grants (repos.go)
+	Repos       []Repo    // [[repo]] grants (repos.go)
+	Channels    []Channel // [[channel]]: the chats it serves (chat.go)
 	Warnings    []string
 
 	File string // the spec's path
@@ -101,7 +102,8 @@ type workerFile struct {
 		At   string `toml:"at"`
 		Mode string `toml:"mode"`
 	} `toml:"connection"`
-	Repo []repoFile `toml:"repo"`
+	Repo    []repoFile    `toml:"repo"`
+	Channel []channelFile `toml:"channel"`
 }
 
 // LoadWorker reads workers/NAME.toml. An invalid name is exit 2, a missing
@@ -397,7 +399,7 @@ func ParseWorker(name, file string, data []byte) (*Worker, error) {
 	sp := &specParse{f: &f, name: name, file: file, lines: lines,
 		w: &Worker{Name: name, Role: f.Role, Rootfs: f.Rootfs, Network: f.Network,
 			Concurrency: f.Concurrency, Pids: f.Pids, CPUs: f.CPUs, Paused: f.Paused, File: file}}
-	for _, step := range []func() error{sp.command, sp.gateway, sp.identity, sp.network, sp.limits, sp.connections, sp.repos} {
+	for _, step := range []func() error{sp.command, sp.gateway, sp.identity, sp.network, sp.limits, sp.connections, sp.repos, sp.channels} {
 		if err := step(); err != nil {
 			return nil, err
 		}

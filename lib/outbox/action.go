@@ -39,6 +39,7 @@ const (
 	KindFile     = "file"
 	KindSet      = "set"
 	KindPropose  = "propose"
+	KindReply    = "reply"
 )
 
 // Action is one request from the box: new/N.json.
@@ -54,6 +55,7 @@ type Action struct {
 	Set     json.RawMessage `json:"set,omitempty"`     // set: {"tasks":[...],"templates":[...]}
 	What    string          `json:"what,omitempty"`    // propose
 	Wake    bool            `json:"wake,omitempty"`    // propose
+	Channel string          `json:"channel,omitempty"` // reply: the channel ("" = the one the run serves)
 }
 
 // ErrBadAction is the error of an action file that is refused as input.
@@ -113,6 +115,10 @@ func (a *Action) Check() error {
 	case KindPropose:
 		if a.What == "" {
 			return bad("propose needs what to decide")
+		}
+	case KindReply:
+		if a.Text == "" {
+			return bad("reply needs a text")
 		}
 	case "":
 		return bad("no kind")

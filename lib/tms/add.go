@@ -22,6 +22,7 @@ type NewTask struct {
 	Ceiling  string     // a duration; "" = the kind's default
 	Channel  string
 	From     string // a relay's sender
+	Msg      string // a relay's network message id: filing (Channel, Msg) again returns the first task
 	Priority int
 	Retries  int // automatic retries of a failed run (0..MaxRetries)
 }
@@ -126,13 +127,18 @@ func (p *Partition) add(ctx context.Context, nt NewTask, ceiling string, h *hist
 	if err := t.useHistory(h); err != nil {
 		return Task{}, err
 	}
+	if nt.Msg != "" {
+		if first := t.relayOf(nt.Channel, nt.Msg); first != nil {
+			return *first, nil // the same message filed again: the first task
+		}
+	}
 	if err := t.roomForTask(nt.Text); err != nil {
 		return Task{}, err
 	}
 	task := Task{
 		Text: nt.Text, Kind: nt.Kind, Standing: nt.Standing, State: Pending,
 		CreatedAt: t.now, Ceiling: ceiling, Channel: nt.Channel, From: nt.From,
-		Priority: nt.Priority, By: nt.By, Retries: nt.Retries,
+		Priority: nt.Priority, By: nt.By, Retries: nt.Retries, Msg: nt.Msg,
 	}
 	if nt.At != nil {
 		at := nt.At.UTC()
@@ -275,6 +281,18 @@ func (t *txn) addTask(task Task) {
 	} else {
 		t.f.Tasks = append(t.f.Tasks, task)
 	}
+}
+
+// relayOf is the live relay of tasks.json filed for message msg of
+// channel, nil if there is none. A finished one is not looked for here: the
+// conversation record (lib/chat) says which messages were filed.
+func (t *txn) relayOf(channel, msg string) *Task {
+	for _, id := range t.taskIDs() {
+		if tk := t.liveTask(id); tk != nil && tk.Msg == msg && tk.Channel == channel && tk.Kind == KindRelay {
+			return tk
+		}
+	}
+	return nil
 }
 
 // liveTask is task id of tasks.json as this change leaves it, nil if it

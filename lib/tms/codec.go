@@ -114,6 +114,8 @@ func (d *fdec) task(t *Task) bool {
 			return once(seen, 10) && d.str(&t.Channel)
 		case "from":
 			return once(seen, 11) && d.str(&t.From)
+		case "msg":
+			return once(seen, 26) && d.str(&t.Msg)
 		case "template":
 			return once(seen, 12) && d.str(&t.Template)
 		case "slot":

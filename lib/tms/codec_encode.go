@@ -108,6 +108,7 @@ func appendTask(b []byte, t *Task) ([]byte, error) {
 	e.optStr(`,"ceiling":`, t.Ceiling)
 	e.optStr(`,"channel":`, t.Channel)
 	e.optStr(`,"from":`, t.From)
+	e.optStr(`,"msg":`, t.Msg)
 	e.optStr(`,"template":`, t.Template)
 	e.optTime(`,"slot":`, t.Slot)
 	e.int(`,"priority":`, t.Priority)

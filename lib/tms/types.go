@@ -106,6 +106,7 @@ type Task struct {
 	Ceiling     string            `json:"ceiling,omitempty"`
 	Channel     string            `json:"channel,omitempty"`
 	From        string            `json:"from,omitempty"` // a relay's sender
+	Msg         string            `json:"msg,omitempty"`  // a relay's network message id
 	Template    string            `json:"template,omitempty"`
 	Slot        *time.Time        `json:"slot,omitempty"`
 	Priority    int               `json:"priority"`
