@@ -25,6 +25,7 @@ type Options struct {
 	Home       home.Home
 	Clock      tms.Clock           // time rules; nil: the system clock
 	Cap        int                 // boxes at once, all workers; 0: org [dispatch] cap
+	ChatCap    int                 // relays and live sessions at once, beside Cap; 0: org [dispatch] chat_cap
 	Poll       time.Duration       // longest sleep; 0: org [dispatch] poll
 	Workers    []string            // only these workers; nil: all
 	Once       bool                // one tick (and the start-up reclaim), then return
@@ -71,7 +72,8 @@ type Dispatcher struct {
 	cache    map[string]*workerState
 	queue    dueQueue        // the cached workers' next instants
 	withDue  map[string]bool // cached workers with claimable tasks
-	live     int             // claimed tasks across the cached workers (store keeps it)
+	live     int             // claimed tasks across the cached workers, relays apart (store keeps it)
+	chatLive int             // claimed relays across them: the chat lane
 	tickGen  int             // the listing the last tick looked at (listGen)
 	dirty    map[string]bool // its partition changed
 	respec   map[string]bool // its spec changed: read it whole again
@@ -235,6 +237,15 @@ func (d *Dispatcher) cap(org *config.Org) int {
 		return d.o.Cap
 	}
 	return org.Dispatch.Cap
+}
+
+// chatCap is [dispatch] chat_cap: relay runs and live sessions at once,
+// beside cap.
+func (d *Dispatcher) chatCap(org *config.Org) int {
+	if d.o.ChatCap > 0 {
+		return d.o.ChatCap
+	}
+	return org.Dispatch.ChatCap
 }
 
 func (d *Dispatcher) poll() time.Duration {

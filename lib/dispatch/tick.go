@@ -44,9 +44,14 @@ type workerState struct {
 	p      *tms.Partition
 	spec   *config.Worker
 	claims bool       // served and not paused: the dispatcher claims for it
-	due    []tms.Task // claimable, in claim order
-	live   int        // claimed tasks on disk
-	next   time.Time
+	due    []tms.Task // claimable, in claim order (relays apart)
+	live   int        // claimed tasks on disk (relays apart)
+	// The chat lane (docs/channels.md): relay tasks claimable, and
+	// relays claimed, counted against [dispatch] chat_cap, not against
+	// cap or the worker's concurrency.
+	chatDue  []tms.Task
+	chatLive int
+	next     time.Time
 	// why it is held for want of a model credential (credhold.go): while
 	// it is, it is read again at every tick
 	credHold string
@@ -217,7 +222,20 @@ func (d *Dispatcher) evaluate(ctx context.Context, org *config.Org, w string, se
 		delete(d.busy, w)
 	}
 	d.clearBad(w)
-	ws.claims, ws.due, ws.live, ws.next = true, due.Claimable, due.LiveClaims, due.Next
+	ws.claims, ws.live, ws.next = true, due.LiveClaims, due.Next
+	for _, t := range due.Claimable {
+		if t.Kind == tms.KindRelay {
+			ws.chatDue = append(ws.chatDue, t)
+		} else {
+			ws.due = append(ws.due, t)
+		}
+	}
+	for i := range due.Entries {
+		if e := &due.Entries[i]; e.State == tms.Claimed && e.Kind == tms.KindRelay {
+			ws.chatLive++
+			ws.live--
+		}
+	}
 	if !ws.canClaim() {
 		// At its concurrency a scheduled_at coming is nothing to claim
 		// (the claim that ends first has it read again); only a
@@ -305,19 +323,21 @@ func (d *Dispatcher) Tick(ctx context.Context) *TickReport {
 	rep.WorkerHolds = d.credHeld
 	ready := d.ready()
 	if rep.Held == "" && len(ready) > 0 {
-		rep.Started = d.claimRoundRobin(ctx, ready, d.cap(org)-d.live)
+		// The chat lane first: a message never waits behind batch work.
+		rep.Started = d.claimChat(ctx, ready, d.chatCap(org)-d.chatLive)
+		rep.Started = append(rep.Started, d.claimRoundRobin(ctx, ready, d.cap(org)-d.live)...)
 		for _, ws := range ready {
-			if len(ws.due) == 0 {
+			if len(ws.due) == 0 && len(ws.chatDue) == 0 {
 				delete(d.withDue, ws.name)
 			}
 		}
 	}
 	if rep.Held == "" {
 		for _, ws := range ready {
-			rep.Waiting += len(ws.due) // left for a later tick: cap or concurrency full
+			rep.Waiting += len(ws.due) + len(ws.chatDue) // left for a later tick: a cap or concurrency full
 		}
 	}
-	rep.Live = d.live
+	rep.Live = d.live + d.chatLive
 	rep.Next = d.queue.next()
 	return rep
 }
@@ -377,13 +397,15 @@ func (d *Dispatcher) isListed(w string) bool {
 func (d *Dispatcher) store(ws *workerState) {
 	if old := d.cache[ws.name]; old != nil && !old.broken {
 		d.live -= old.live
+		d.chatLive -= old.chatLive
 	}
 	if !ws.broken {
 		d.live += ws.live
+		d.chatLive += ws.chatLive
 	}
 	d.cache[ws.name] = ws
 	d.queue.set(ws.name, ws.next)
-	if ws.claims && !ws.broken && len(ws.due) > 0 {
+	if ws.claims && !ws.broken && (len(ws.due) > 0 || len(ws.chatDue) > 0) {
 		d.withDue[ws.name] = true
 	} else {
 		delete(d.withDue, ws.name)
@@ -395,6 +417,7 @@ func (d *Dispatcher) store(ws *workerState) {
 func (d *Dispatcher) forget(w string) {
 	if old := d.cache[w]; old != nil && !old.broken {
 		d.live -= old.live
+		d.chatLive -= old.chatLive
 	}
 	delete(d.cache, w)
 	d.queue.set(w, time.Time{})
@@ -435,31 +458,73 @@ func (d *Dispatcher) claimRoundRobin(ctx context.Context, ready []*workerState, 
 			for len(ws.due) > 0 && ws.live < max(ws.spec.Concurrency, 1) {
 				task := ws.due[0]
 				ws.due = ws.due[1:]
-				run := home.NewRunID(d.clock.Now())
-				if _, err := ws.p.Claim(ctx, task.ID, run); err != nil {
-					if errors.Is(err, errs.ErrConflict) || errors.Is(err, errs.ErrNotFound) {
-						continue // someone else got there first, or it changed: next one
+				s, ok := d.claimOne(ctx, ws, task)
+				if !ok {
+					if s.Err == errNextTask {
+						continue
 					}
-					if errors.Is(err, errs.ErrBusy) {
-						d.logBusy(ws.name, err)
-						break
-					}
-					d.log.Error("claim failed", "worker", ws.name, "task", task.ID, "err", err)
 					break
 				}
-				d.clearBusy(ws.name)
 				ws.live++
 				d.live++
 				avail--
 				progress = true
-				s := Start{Worker: ws.name, Task: task.ID, Run: run}
-				if s.Err = d.startBox(ws.name, task.ID, run); s.Err != nil {
-					d.log.Error("box not started; the claim is reclaimed within a minute", "worker", ws.name, "task", task.ID, "run", run, "err", s.Err)
-				} else {
-					d.log.Info("claimed", "worker", ws.name, "task", task.ID, "run", run)
-				}
 				out = append(out, s)
 				break // one per worker per turn: round-robin
+			}
+		}
+	}
+	return out
+}
+
+// errNextTask is claimOne's "someone else got there first, or it
+// changed": try the worker's next task.
+var errNextTask = errors.New("claimed elsewhere or changed")
+
+// claimOne claims task for a run and starts its box; ok is false when
+// nothing was claimed (Err errNextTask: the next task may be).
+func (d *Dispatcher) claimOne(ctx context.Context, ws *workerState, task tms.Task) (Start, bool) {
+	run := home.NewRunID(d.clock.Now())
+	if _, err := ws.p.Claim(ctx, task.ID, run); err != nil {
+		switch {
+		case errors.Is(err, errs.ErrConflict) || errors.Is(err, errs.ErrNotFound):
+			return Start{Err: errNextTask}, false
+		case errors.Is(err, errs.ErrBusy):
+			d.logBusy(ws.name, err)
+		default:
+			d.log.Error("claim failed", "worker", ws.name, "task", task.ID, "err", err)
+		}
+		return Start{Err: err}, false
+	}
+	d.clearBusy(ws.name)
+	s := Start{Worker: ws.name, Task: task.ID, Run: run}
+	if s.Err = d.startBox(ws.name, task.ID, run); s.Err != nil {
+		d.log.Error("box not started; the claim is reclaimed within a minute", "worker", ws.name, "task", task.ID, "run", run, "err", s.Err)
+	} else {
+		d.log.Info("claimed", "worker", ws.name, "task", task.ID, "run", run)
+	}
+	return s, true
+}
+
+// claimChat claims relays, one per worker in turn, up to avail (chat_cap
+// less the relays live), never counted against cap or a worker's
+// concurrency.
+func (d *Dispatcher) claimChat(ctx context.Context, ready []*workerState, avail int) []Start {
+	var out []Start
+	for progress := true; progress && avail > 0; {
+		progress = false
+		for _, ws := range ready {
+			if avail <= 0 || len(ws.chatDue) == 0 || d.beingSwept(ws.name) {
+				continue
+			}
+			task := ws.chatDue[0]
+			ws.chatDue = ws.chatDue[1:]
+			if s, ok := d.claimOne(ctx, ws, task); ok {
+				ws.chatLive++
+				d.chatLive++
+				avail--
+				progress = true
+				out = append(out, s)
 			}
 		}
 	}

@@ -102,7 +102,9 @@ func (p *Partition) ClaimsChanged(at Cursor, claimed []string) (next Cursor, cha
 				continue
 			}
 			now := !r.Removed && r.Task.State == Claimed
-			if live[r.Task.ID] != now {
+			if live[r.Task.ID] != now || (r.Task.Kind == KindRelay && !r.Removed && r.Task.State == Pending) {
+				// a claim that began or ended, or a relay filed: relays
+				// have a lane of their own, open at any concurrency
 				return at, true
 			}
 		}

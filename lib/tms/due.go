@@ -232,13 +232,25 @@ type Budget struct {
 	Pace   int
 	Starts int
 	Paced  time.Time
+	// Model spend today against [budget] proactive_tokens and
+	// proactive_usd (0: no limit): once either is reached proactive work
+	// waits (late), as for box time, instead of being started only to
+	// have its model calls refused.
+	Tokens, TokensLimit int64
+	USD, USDLimit       float64
 }
 
 // Over reports whether proactive work is late: the day's box time is
 // spent, or the hour's starts.
 func (b Budget) Over() bool { return b.spent() || !b.Paced.IsZero() }
 
-func (b Budget) spent() bool { return !b.Unlimited && b.Used >= b.Limit }
+func (b Budget) spent() bool {
+	return (!b.Unlimited && b.Used >= b.Limit) || b.modelSpent()
+}
+
+func (b Budget) modelSpent() bool {
+	return (b.TokensLimit > 0 && b.Tokens >= b.TokensLimit) || (b.USDLimit > 0 && b.USD >= b.USDLimit)
+}
 
 // String says "budget: 2h used of 2h, clears 00:00", or, when the pace
 // holds proactive work, "paced: 30 proactive starts in the last hour
@@ -246,6 +258,12 @@ func (b Budget) spent() bool { return !b.Unlimited && b.Used >= b.Limit }
 func (b Budget) String() string {
 	if !b.spent() && !b.Paced.IsZero() {
 		return fmt.Sprintf("paced: %d proactive starts in the last hour (proactive_starts = %d), next at %s", b.Starts, b.Pace, b.Paced.Format("15:04:05"))
+	}
+	if b.modelSpent() {
+		if b.TokensLimit > 0 && b.Tokens >= b.TokensLimit {
+			return fmt.Sprintf("budget: %d model tokens used of %d (proactive_tokens), clears %s", b.Tokens, b.TokensLimit, b.Clears.Format("15:04"))
+		}
+		return fmt.Sprintf("budget: $%.2f of models used of $%.2f (proactive_usd), clears %s", b.USD, b.USDLimit, b.Clears.Format("15:04"))
 	}
 	if b.Unlimited {
 		return "budget: unlimited"

@@ -263,7 +263,14 @@ func proactiveRuns(w home.Worker, from, to time.Time, fn func(r *runs.Record)) e
 
 // BudgetState is the partition's proactive budget at now.
 func (p *Partition) BudgetState(now time.Time) (Budget, error) {
-	b := Budget{Limit: p.Org.Budget.Proactive, Unlimited: p.Org.Budget.Unlimited, Clears: localMidnight(now, p.Zone()).AddDate(0, 0, 1).In(p.Zone())}
+	b := Budget{Limit: p.Org.Budget.Proactive, Unlimited: p.Org.Budget.Unlimited, Clears: localMidnight(now, p.Zone()).AddDate(0, 0, 1).In(p.Zone()),
+		TokensLimit: p.Org.Budget.Tokens, USDLimit: p.Org.Budget.USD}
+	if b.TokensLimit > 0 || b.USDLimit > 0 {
+		var err error
+		if b.Tokens, b.USD, err = runs.SpentToday(p.Home, p.Name, now, p.Zone()); err != nil {
+			return b, err
+		}
+	}
 	if b.Unlimited && p.Org.Budget.Starts == 0 {
 		return b, nil
 	}

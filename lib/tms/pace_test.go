@@ -2,6 +2,7 @@ package tms
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,5 +69,43 @@ func TestProactiveStartsArePaced(t *testing.T) {
 	p.Org.Budget.Starts = 0
 	if r, _ = p.Due(ctx); len(r.Claimable) != 2 {
 		t.Fatalf("unpaced: %+v", r.Entries)
+	}
+}
+
+// [budget] proactive_tokens spent today: proactive work (a relay among
+// it) waits late instead of being started to have its calls refused;
+// owner work runs.
+func TestProactiveTokensSpentIsLate(t *testing.T) {
+	h := newHome(t, "dobby")
+	p, c := open(t, h, "dobby")
+	p.Org.Budget.Tokens = 1000
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.Local)
+	c.Set(now)
+	own := mustAdd(t, p, NewTask{Text: "owner", Kind: KindRelay, Standing: Owner, Channel: "team:alice"})
+	pro := mustAdd(t, p, NewTask{Text: "pro", Kind: KindRelay, Standing: Proactive, Channel: "team:bob"})
+	r, _ := p.Due(ctx)
+	if len(r.Claimable) != 2 {
+		t.Fatalf("nothing spent yet: claimable = %+v", r.Claimable)
+	}
+	at := now.Add(-time.Hour)
+	run := home.NewRunID(at)
+	end := at.Add(time.Minute)
+	rec := &runs.Record{ID: run, Worker: "dobby", Standing: Proactive, Kind: KindRelay, StartedAt: at, EndedAt: &end}
+	rec.Cost.InputTokens, rec.Cost.OutputTokens, rec.Cost.ModelCalls = 900, 100, 1
+	os.MkdirAll(p.W.Run(run), 0o700)
+	if err := runs.WriteRecord(p.W.Run(run), rec); err != nil {
+		t.Fatal(err)
+	}
+	r, err := p.Due(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Claimable) != 1 || r.Claimable[0].ID != own.ID {
+		t.Fatalf("claimable = %+v", r.Claimable)
+	}
+	for _, e := range r.Entries {
+		if e.ID == pro.ID && (e.Status != StateLate || !strings.Contains(e.Why, "1000 model tokens used of 1000")) {
+			t.Fatalf("proactive = %+v", e.Eligibility)
+		}
 	}
 }
