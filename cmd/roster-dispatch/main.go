@@ -33,6 +33,7 @@ type CLI struct {
 	UntilIdle bool           `help:"Exit when nothing is claimable now, no box is live and every process it started has exited."`
 	NoWatch   bool           `help:"Do not watch the partitions for changes; wake only on timers and --poll (for comparison)."`
 	LogJSON   bool           `name:"log-json" help:"Log JSON lines instead of text."`
+	NoChat    bool           `name:"no-chat" help:"Do not start roster-chat serve beside the loop (it starts when org.toml has a [chat.NAME] account)."`
 }
 
 func (c *CLI) Run(g *cli.Globals, env *cli.Env) error {
@@ -85,6 +86,11 @@ func (c *CLI) Run(g *cli.Globals, env *cli.Env) error {
 		Once: c.Once, UntilIdle: c.UntilIdle, NoWatch: c.NoWatch, Log: slog.New(handler)})
 	if stop := cpuProfile(env); stop != nil {
 		defer stop()
+	}
+	if len(org.Chat.Accounts) > 0 && !c.NoChat && !c.Once && !c.UntilIdle {
+		chatDone := make(chan struct{})
+		go func() { defer close(chatDone); serveChat(ctx, h, env.Stderr, slog.New(handler)) }()
+		defer func() { stop(); <-chatDone }()
 	}
 	return d.Run(ctx)
 }

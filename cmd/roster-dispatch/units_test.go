@@ -32,7 +32,7 @@ func TestSystemdUnitKeepsBoxesOnRestart(t *testing.T) {
 	// installed paths), without looking up man pages.
 	tmp := t.TempDir()
 	var files []string
-	for _, name := range []string{"roster-dispatch.service", "roster-snap-sweep.service", "roster-snap-sweep.timer"} {
+	for _, name := range []string{"roster-dispatch.service", "roster-chat.service", "roster-snap-sweep.service", "roster-snap-sweep.timer"} {
 		data, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
