@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/tms"
 )
@@ -344,6 +347,9 @@ func (s *Service) fileSome(ctx context.Context, p *pendingRec) error {
 		if _, err := p.rec.Append(ctx, Line{Dir: "in", Of: l.Seq, Task: task.ID, State: Filed}); err != nil {
 			return err
 		}
+		if l.Standing != tms.Owner {
+			s.budgetNotice(ctx, part, p.rec)
+		}
 		s.mu.Lock()
 		p.lines = p.lines[1:]
 		s.mu.Unlock()
@@ -367,4 +373,29 @@ func (s *Service) String() string {
 	}
 	sort.Strings(names)
 	return fmt.Sprintf("roster-chat(%s)", strings.Join(names, ","))
+}
+
+// budgetNotice tells a conversation, once per local day, that its
+// proactive messages wait for the worker's budget ([chat] budget_notice).
+func (s *Service) budgetNotice(ctx context.Context, part *tms.Partition, rec *Record) {
+	if !part.Org.Chat.BudgetNotice {
+		return
+	}
+	now := part.Now()
+	b, err := part.BudgetState(now)
+	if err != nil || !b.Over() {
+		return
+	}
+	day := now.In(part.Zone()).Format("2006-01-02")
+	mark := filepath.Join(rec.Dir, "budget-notice")
+	if data, err := os.ReadFile(mark); err == nil && string(data) == day {
+		return
+	}
+	if err := fsx.WriteFile(mark, []byte(day), 0o600); err != nil {
+		return
+	}
+	text := fmt.Sprintf("%s has used its budget for unprompted work today (%s); your message is kept and answered when the budget clears.", rec.Worker, b.String())
+	if _, _, err := rec.Queue(ctx, Reply{Text: text, By: "notice"}); err == nil {
+		kick(s.kickS)
+	}
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/runs"
 	"github.com/roster-sh/roster/lib/tms"
 )
 
@@ -258,4 +261,41 @@ func TestServiceRetriesFailedSend(t *testing.T) {
 		lines, _ := rec.Read(0)
 		return Fold(lines)[0].State == Sent
 	})
+}
+
+// Over budget, a proactive message is filed (it waits late in the task
+// list) and the conversation gets one notice a day; an owner's gets none.
+func TestServiceBudgetNoticeOncePerDay(t *testing.T) {
+	h := newHome(t, map[string]string{"dobby": dobbySpec})
+	if err := os.WriteFile(h.OrgFile(), []byte("[budget]\nproactive_starts = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := home.NewRunID(time.Now())
+	w := h.Worker("dobby")
+	os.MkdirAll(w.Run(run), 0o700)
+	if err := runs.WriteRecord(w.Run(run), &runs.Record{ID: run, Worker: "dobby", Standing: tms.Proactive, StartedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	n := &memNet{in: make(chan Inbound)}
+	s := &Service{Home: h, Adapters: map[string]Adapter{"team": n}}
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(cctx) }()
+	defer func() { cancel(); <-done }()
+	n.in <- Inbound{Chat: "alice@example.org", From: "alice@example.org", Verified: true, Text: "owner", NetID: "a1"}
+	n.in <- Inbound{Chat: "bob@example.org", From: "bob@example.org", Verified: true, Text: "one", NetID: "b1"}
+	n.in <- Inbound{Chat: "bob@example.org", From: "bob@example.org", Verified: true, Text: "two", NetID: "b2"}
+	p, _ := tms.Open(h, "dobby", tms.Options{})
+	eventually(t, "all three filed and the notice sent", func() bool {
+		f, _ := p.ReadNoLock(ctx)
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return len(f.Tasks) == 3 && len(n.sent) == 1
+	})
+	time.Sleep(500 * time.Millisecond)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.sent) != 1 || !strings.HasPrefix(n.sent[0], "bob@example.org: dobby has used its budget") {
+		t.Fatalf("want one notice to bob: %q", n.sent)
+	}
 }

@@ -183,6 +183,31 @@ func (c Channel) Serves(chat string, dm bool) bool {
 	return false
 }
 
+// ChannelFor is the [[channel]] serving channel name ACCOUNT:CHAT (the
+// chat named, else "*" for a DM), nil if none does.
+func (w *Worker) ChannelFor(name string) *Channel {
+	acct, chat, ok := strings.Cut(name, ":")
+	if !ok {
+		return nil
+	}
+	var star *Channel
+	for i := range w.Channels {
+		c := &w.Channels[i]
+		if c.Account != acct {
+			continue
+		}
+		for _, x := range c.Chats {
+			if x == chat {
+				return c
+			}
+			if x == "*" && star == nil && !strings.HasPrefix(chat, "#") && !strings.HasPrefix(chat, "&") {
+				star = c
+			}
+		}
+	}
+	return star
+}
+
 type channelFile struct {
 	Account string   `toml:"account"`
 	Chats   []string `toml:"chats"`

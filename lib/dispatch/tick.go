@@ -458,7 +458,7 @@ func (d *Dispatcher) claimRoundRobin(ctx context.Context, ready []*workerState, 
 			for len(ws.due) > 0 && ws.live < max(ws.spec.Concurrency, 1) {
 				task := ws.due[0]
 				ws.due = ws.due[1:]
-				s, ok := d.claimOne(ctx, ws, task)
+				s, ok := d.claimOne(ctx, ws, task, home.NewRunID(d.clock.Now()))
 				if !ok {
 					if s.Err == errNextTask {
 						continue
@@ -483,8 +483,7 @@ var errNextTask = errors.New("claimed elsewhere or changed")
 
 // claimOne claims task for a run and starts its box; ok is false when
 // nothing was claimed (Err errNextTask: the next task may be).
-func (d *Dispatcher) claimOne(ctx context.Context, ws *workerState, task tms.Task) (Start, bool) {
-	run := home.NewRunID(d.clock.Now())
+func (d *Dispatcher) claimOne(ctx context.Context, ws *workerState, task tms.Task, run string) (Start, bool) {
 	if _, err := ws.p.Claim(ctx, task.ID, run); err != nil {
 		switch {
 		case errors.Is(err, errs.ErrConflict) || errors.Is(err, errs.ErrNotFound):
@@ -504,31 +503,6 @@ func (d *Dispatcher) claimOne(ctx context.Context, ws *workerState, task tms.Tas
 		d.log.Info("claimed", "worker", ws.name, "task", task.ID, "run", run)
 	}
 	return s, true
-}
-
-// claimChat claims relays, one per worker in turn, up to avail (chat_cap
-// less the relays live), never counted against cap or a worker's
-// concurrency.
-func (d *Dispatcher) claimChat(ctx context.Context, ready []*workerState, avail int) []Start {
-	var out []Start
-	for progress := true; progress && avail > 0; {
-		progress = false
-		for _, ws := range ready {
-			if avail <= 0 || len(ws.chatDue) == 0 || d.beingSwept(ws.name) {
-				continue
-			}
-			task := ws.chatDue[0]
-			ws.chatDue = ws.chatDue[1:]
-			if s, ok := d.claimOne(ctx, ws, task); ok {
-				ws.chatLive++
-				d.chatLive++
-				avail--
-				progress = true
-				out = append(out, s)
-			}
-		}
-	}
-	return out
 }
 
 // checkHolds evaluates the credential and low-disk holds, logging each

@@ -28,6 +28,14 @@ type Evidence struct {
 	GatewayRefusals string `json:"gateway_refusals,omitempty"`
 }
 
+// LiveRecord is a live session's part of run.json: its channel, and the
+// relays it served, one a turn ("collect" may serve several in one).
+type LiveRecord struct {
+	Channel string   `json:"channel"`
+	Turns   int      `json:"turns"`
+	Tasks   []string `json:"tasks,omitempty"`
+}
+
 // Report is what the box said about its own work (evidence, not verdict).
 type Report struct {
 	Status string `json:"status"` // "complete" | "fail" | "none"
@@ -88,6 +96,7 @@ type Record struct {
 	Snapshot  string          `json:"snapshot"`           // snapshot id, "unchanged", "store busy", "snapshots unavailable", ...
 	Gateway   *GatewaySummary `json:"gateway,omitempty"`  // a box whose gateway was served
 	Agent     *AgentRecord    `json:"agent,omitempty"`    // an agent worker's run
+	Live      *LiveRecord     `json:"live,omitempty"`     // a channel's live session (docs/channels.md)
 	Notified  *Notified       `json:"notified,omitempty"` // the [notify] on_failure hook, when it ran
 	Git       *GitRecord      `json:"git,omitempty"`      // a run with [[repo]] grants that pushed (docs/repos.md)
 }
