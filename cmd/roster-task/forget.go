@@ -38,7 +38,11 @@ func (c *ForgetCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if k.Store {
 		st = store
 	}
-	fmt.Fprintf(env.Stdout, "%s channel %s of %s: %d tasks canceled, channel store %s, %d snapshots (%d entries), %d runs, %d journal lines\n",
-		verb, cli.Printable(fmt.Sprintf("%q", c.Channel)), p.Name, k.Tasks, st, k.Snapshots, k.Entries, k.Runs, k.Lines)
+	conv := ""
+	if k.Conversation {
+		conv = ", conversation record " + store
+	}
+	fmt.Fprintf(env.Stdout, "%s channel %s of %s: %d tasks canceled, channel store %s, %d snapshots (%d entries), %d runs, %d journal lines%s\n",
+		verb, cli.Printable(fmt.Sprintf("%q", c.Channel)), p.Name, k.Tasks, st, k.Snapshots, k.Entries, k.Runs, k.Lines, conv)
 	return nil
 }

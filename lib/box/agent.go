@@ -87,7 +87,11 @@ func (s *Supervision) startAgent(r *supervised) error {
 	in := ar.Input
 	in.Briefing = string(r.brief)
 	in.Interactive = s.Attached && s.Terminal != nil
-	plan, err := ar.Agent.Prepare(in)
+	prepare := ar.Agent.Prepare
+	if s.Live != nil {
+		prepare = ar.Agent.PrepareLive // one process, a message a turn on stdin
+	}
+	plan, err := prepare(in)
 	if err != nil {
 		return err
 	}

@@ -81,6 +81,10 @@ func Prepare(ctx context.Context, r Request) (*Supervision, error) {
 		sup.Task = &t
 		channel, sup.Kind = t.Channel, t.Kind
 		sup.Ceiling, _ = part.RunCeiling(sup.Task, time.Now())
+		if sup.Live = liveFor(spec, org, sup.Task); sup.Live != nil {
+			// The session's whole life; each turn has the relay ceiling.
+			sup.Ceiling, sup.Idle = org.Ceilings.Live, 0
+		}
 	} else {
 		run = NewRunID(time.Now())
 		sup.Ceiling = org.Ceiling("adhoc")
@@ -140,6 +144,9 @@ func Prepare(ctx context.Context, r Request) (*Supervision, error) {
 		}
 	}
 	sup.Briefing = BriefingInput{Worker: r.Worker, Role: spec.Role, Run: run, Task: sup.Task, Channel: channel, Clean: r.Clean, Repos: spec.Repos, Knowledge: s.Knowledge, Now: time.Now()}
+	if sup.Live != nil {
+		sup.Briefing.Live, sup.Briefing.Recent = true, liveRecent(sup)
+	}
 	if !r.Clean {
 		if f, err := part.Read(ctx); err == nil {
 			sup.Briefing.Schedule = f

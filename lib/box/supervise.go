@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/roster-sh/roster/lib/agent"
 	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/notify"
@@ -61,6 +62,10 @@ type Supervision struct {
 	// Agent, for an agent worker, runs the agent as the box's command
 	// (docs/agents.md); its plan is made when the box starts.
 	Agent *AgentRun
+	// Live, for a relay of a live channel, makes the run that channel's
+	// live session (live.go).
+	Live    *LiveSession
+	liveNow *liveState // the session's state once its box started
 
 	// SetUp, if set, is called once the container has been set up (its
 	// processes moved into their cgroups) or has failed to start:
@@ -128,6 +133,7 @@ type supervised struct {
 
 	escape chan struct{} // the terminal's ~. (escapeCopy): end the box now
 
+	live  *liveState    // a live session's turns (Supervision.Live)
 	brief []byte        // the compiled briefing
 	wrote chan error    // the start records, written while the box starts
 	boxed chan error    // box.json, written while the rest is prepared (awaitBoxInfo)
@@ -176,6 +182,9 @@ func (s *Supervision) prepare(ctx context.Context) (*supervised, error) {
 	r.wrote <- nil
 	r.rec = &runs.Record{ID: sp.Run, Worker: sp.Worker, Kind: s.Kind, Channel: sp.Channel,
 		StartedAt: r.started.UTC(), Report: runs.Report{Status: "none"}, Ceiling: fmtDur(s.Ceiling), Actions: []runs.ActionRecord{}}
+	if s.Live != nil {
+		r.rec.Live = &runs.LiveRecord{Channel: s.Live.Channel}
+	}
 	taskID := ""
 	if s.Task != nil {
 		taskID = s.Task.ID
@@ -337,7 +346,20 @@ func (s *Supervision) start(ctx context.Context, r *supervised) (*Box, error) {
 		go func() { pump(outR, sinks(s.Stdout)...); r.pumps <- struct{}{} }()
 		go func() { pump(errR, sinks(s.Stderr)...); r.pumps <- struct{}{} }()
 	default:
-		go func() { pump(outR, sinks(nil)...); r.pumps <- struct{}{} }()
+		var extra io.Writer
+		if s.Live != nil {
+			inR, inW, err := os.Pipe()
+			if err != nil {
+				return nil, err
+			}
+			stdio.Stdin = inR
+			r.closers = append(r.closers, func() { inW.Close() })
+			defer inR.Close() // the box has its own once started
+			r.live = &liveState{in: inW, turns: agent.NewTurns(s.Live.agent), lastEnd: time.Now()}
+			s.liveNow = r.live
+			extra = r.live.turns
+		}
+		go func() { pump(outR, sinks(extra)...); r.pumps <- struct{}{} }()
 		r.pumps <- struct{}{}
 	}
 
@@ -444,6 +466,24 @@ loop:
 		}
 		if s.serveActions(ctx, r.ob, r.rec, &r.ev, r.pace) || r.pace.holding() {
 			lastAction = time.Now() // a box waiting for its answer is not idle
+		}
+		if r.live != nil && !killing {
+			switch e, n := s.liveTick(ctx, r); e {
+			case "":
+			case "idle":
+				// stdin is closed: the agent ends of itself, or is
+				// killed after the grace
+				killing, ended, note = true, e, n
+				go func() {
+					select {
+					case <-done:
+					case <-time.After(Grace):
+						b.Kill(Grace, done)
+					}
+				}()
+			default:
+				kill(e, n)
+			}
 		}
 		s.boundTmp(ctx, r.ob, r.rec, &r.ev, &r.tmpOver)
 		now := time.Now()
@@ -578,7 +618,9 @@ func (s *Supervision) finish(ctx context.Context, rec *runs.Record, ev *runs.Evi
 // snapshot is taken (nor its store lock waited for).
 func (s *Supervision) record(ctx context.Context, rec *runs.Record, ev *runs.Evidence, started bool) {
 	rec.Report.Status = ev.Report
-	if s.Task != nil {
+	if s.Live != nil && s.Task != nil {
+		s.endLive(ctx, rec, ev)
+	} else if s.Task != nil {
 		verdict, err := s.Part.Attest(ctx, s.Task.ID, rec.ID, *ev)
 		if err != nil {
 			ev.Note = joinNote(ev.Note, "attest: "+err.Error())
@@ -586,6 +628,9 @@ func (s *Supervision) record(ctx context.Context, rec *runs.Record, ev *runs.Evi
 		rec.Attested = verdict
 		if verdict == tms.AttestedFailed {
 			tms.Judge(ev) // the same note ("no report") Attest journaled
+		}
+		if verdict == tms.Completed {
+			markAnswered(ctx, s.Part.W, *s.Task, rec.ID)
 		}
 	}
 	rec.Evidence = ev

@@ -96,7 +96,7 @@ type Record struct {
 	Snapshot  string          `json:"snapshot"`           // snapshot id, "unchanged", "store busy", "snapshots unavailable", ...
 	Gateway   *GatewaySummary `json:"gateway,omitempty"`  // a box whose gateway was served
 	Agent     *AgentRecord    `json:"agent,omitempty"`    // an agent worker's run
-	Live      *LiveRecord     `json:"live,omitempty"`     // a channel's live session (docs/channels.md)
+	Live      *LiveRecord     `json:"session,omitempty"`  // a channel's live session (docs/channels.md)
 	Notified  *Notified       `json:"notified,omitempty"` // the [notify] on_failure hook, when it ran
 	Git       *GitRecord      `json:"git,omitempty"`      // a run with [[repo]] grants that pushed (docs/repos.md)
 }

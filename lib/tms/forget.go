@@ -34,6 +34,9 @@ type ForgetCounts struct {
 	Snapshots int    `json:"snapshots"` // snapshots that lost the channel's subtree
 	Entries   int    `json:"entries"`   // manifest entries removed from them
 	Store     bool   `json:"store"`     // the live channel store was deleted
+	// Conversation: the conversation record (log and outbox, lib/chat)
+	// was deleted.
+	Conversation bool `json:"conversation,omitempty"`
 }
 
 // intent is tasks/forget.json: the durable record that a forget of
@@ -222,6 +225,15 @@ func (p *Partition) forgetSteps(ctx context.Context, in *intent, o ForgetOptions
 	if err := save(); err != nil {
 		return in.Counts, err
 	}
+	// 2b. The conversation record: its log, outbox and pairing approvals.
+	gone, err := removeConversation(p.W, in.Channel)
+	if err != nil {
+		return in.Counts, err
+	}
+	in.Counts.Conversation = in.Counts.Conversation || gone
+	if err := save(); err != nil {
+		return in.Counts, err
+	}
 	// 3. The runs that served it; other runs' change lists lose its lines.
 	nr, err := p.forgetRuns(in.Channel, enc)
 	if err != nil {
@@ -283,6 +295,11 @@ func (p *Partition) forgetPlan(ctx context.Context, channel, enc string, o Forge
 	if sr != nil {
 		c.Store, c.Snapshots, c.Entries = sr.Store, sr.Snapshots, sr.Entries
 		had = had || sr.Store || sr.Snapshots > 0
+	}
+	if dir, err := p.W.Conversation(channel); err == nil {
+		if _, err := os.Lstat(dir); err == nil {
+			c.Conversation, had = true, true
+		}
 	}
 	served, err := runs.Served(p.W, channel, runIDs)
 	if err != nil {
@@ -587,4 +604,21 @@ func scrubLine(l *Line, ids map[string]bool) bool {
 		}
 	}
 	return changed
+}
+
+// removeConversation deletes the channel's conversation record
+// (data/workers/W/conversations/CHAN/, docs/channels.md) and makes the
+// removal durable; it reports whether there was one.
+func removeConversation(w home.Worker, channel string) (bool, error) {
+	dir, err := w.Conversation(channel)
+	if err != nil {
+		return false, err
+	}
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return false, fmt.Errorf("remove the conversation record: %w", err)
+	}
+	return true, fsx.SyncDir(w.Conversations())
 }
