@@ -41,6 +41,10 @@ type Reply struct {
 	// an entry found with it set after a crash may have reached the
 	// network, so its delivery is logged "resent".
 	Sending bool `json:"sending,omitempty"`
+	// Uncertain: an attempt before a crash may have reached the network
+	// (it was found Sending); kept through later failed attempts, so its
+	// delivery is still logged resent.
+	Uncertain bool `json:"uncertain,omitempty"`
 
 	tried bool // read from cur/
 }
@@ -140,11 +144,12 @@ func (r *Record) Pending() ([]Reply, error) {
 
 // MaybeSent tells whether an attempt of rp may have reached the network
 // before a crash: its delivery is then logged resent.
-func (rp Reply) MaybeSent() bool { return rp.Sending }
+func (rp Reply) MaybeSent() bool { return rp.Sending || rp.Uncertain }
 
 // Attempt marks rp as being sent (outbox/cur/REF with Sending set,
 // fsynced) just before the adapter sends it.
 func (r *Record) Attempt(rp *Reply) error {
+	rp.Uncertain = rp.Uncertain || rp.Sending // found mid-attempt: a crash
 	rp.Sending = true
 	rp.Attempts++
 	if err := r.writeEntry("cur", *rp); err != nil {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/roster-sh/roster/lib/home"
 )
@@ -135,6 +136,14 @@ func TestOutboxQueueAttemptDeliver(t *testing.T) {
 	pend, _ = rec.Pending()
 	if len(pend) != 1 || !pend[0].MaybeSent() {
 		t.Fatalf("after attempt: %+v", pend)
+	}
+	// Its next attempt fails: it stays a possible duplicate.
+	p = pend[0]
+	rec.Attempt(&p)
+	rec.AttemptFailed(&p, os.ErrDeadlineExceeded, time.Now())
+	pend, _ = rec.Pending()
+	if len(pend) != 1 || !pend[0].MaybeSent() || pend[0].Sending {
+		t.Fatalf("after a failed attempt following a crash: %+v", pend)
 	}
 	if err := rec.Delivered(ctx, pend[0], "net-1", true); err != nil {
 		t.Fatal(err)

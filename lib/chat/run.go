@@ -152,6 +152,7 @@ func (s *Service) sendOne(ctx context.Context, rec *Record, rp *Reply) {
 		s.Log.Warn("reply not sent; retried", "worker", rec.Worker, "channel", rec.Channel, "ref", rp.Ref, "attempt", rp.Attempts, "next", next.Format(time.RFC3339), "err", err)
 		return
 	}
+	crashAt("after-send")
 	if err := rec.Delivered(ctx, *rp, id, resent); err != nil {
 		s.Log.Error("reply sent but not logged (it is sent again after a restart, marked resent)", "worker", rec.Worker, "channel", rec.Channel, "err", err)
 	}

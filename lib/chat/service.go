@@ -339,6 +339,7 @@ func (s *Service) fileSome(ctx context.Context, p *pendingRec) error {
 		}
 		l := p.lines[0]
 		s.mu.Unlock()
+		crashAt("before-file")
 		task, err := part.Add(ctx, tms.NewTask{Text: l.Text, Kind: tms.KindRelay, Standing: l.Standing,
 			Channel: p.rec.Channel, From: l.From, Msg: l.NetID})
 		if err != nil {
