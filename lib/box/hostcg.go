@@ -1,6 +1,7 @@
 package box
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -562,4 +563,55 @@ func removeIfEmpty(dir string) (bool, error) {
 		}
 		return false, &os.PathError{Op: "rmdir", Path: dir, Err: err}
 	}
+}
+
+// HostCgroupCPU is the CPU time the processes of the supervisor cgroup
+// name have used (v1: cpuacct.usage in the cpu hierarchy; v2: cpu.stat's
+// usage_usec): what a run's supervisor and gateway cost the host, for the
+// tests and the benchmark of host_cpus.
+func HostCgroupCPU(name string) (time.Duration, error) {
+	if cgroups.IsCgroup2UnifiedMode() {
+		dir, err := HostCgroupDir(name)
+		if err != nil {
+			return 0, err
+		}
+		stat, err := cgroups.ReadFile(dir, "cpu.stat")
+		if err != nil {
+			return 0, err
+		}
+		for _, line := range strings.Split(stat, "\n") {
+			if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
+				us, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				return time.Duration(us) * time.Microsecond, err
+			}
+		}
+		return 0, fmt.Errorf("%s/cpu.stat: no usage_usec", dir)
+	}
+	for _, p := range v1CPU() {
+		dir := filepath.Join(p.mnt, p.parent, name)
+		if v, err := cgroups.ReadFile(dir, "cpuacct.usage"); err == nil { // cpu and cpuacct mounted together
+			ns, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return time.Duration(ns), err
+		}
+		// cpuacct apart: the CPU time of the processes now in the cgroup
+		pids, err := cgroups.GetPids(dir)
+		if err != nil {
+			return 0, err
+		}
+		var ticks int64
+		for _, pid := range pids {
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if err != nil {
+				continue
+			}
+			f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+			if len(f) > 12 {
+				u, _ := strconv.ParseInt(f[11], 10, 64) // utime, field 14
+				k, _ := strconv.ParseInt(f[12], 10, 64) // stime, field 15
+				ticks += u + k
+			}
+		}
+		return time.Duration(ticks) * 10 * time.Millisecond, nil // USER_HZ is 100 on Linux
+	}
+	return 0, errors.New("no cpu hierarchy")
 }
