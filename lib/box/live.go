@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"golang.org/x/sys/unix"
 
 	"github.com/roster-sh/roster/lib/agent"
@@ -344,4 +345,40 @@ func markAnswered(ctx context.Context, w home.Worker, t tms.Task, run string) {
 			return
 		}
 	}
+}
+
+// watchTasks signals (coalesced) each change of the worker's tasks/
+// folder until ctx ends; nil when it cannot watch (the tick still looks).
+func (s *Supervision) watchTasks(ctx context.Context) <-chan struct{} {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil
+	}
+	if err := w.Add(s.Part.W.Tasks()); err != nil {
+		w.Close()
+		return nil
+	}
+	out := make(chan struct{}, 1)
+	go func() {
+		defer w.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case _, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				select {
+				case out <- struct{}{}:
+				default:
+				}
+			case _, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+			}
+		}
+	}()
+	return out
 }

@@ -442,6 +442,14 @@ func (s *Supervision) serve(ctx context.Context, r *supervised, b *Box) (ended, 
 	tick := time.NewTicker(PollEvery)
 	defer tick.Stop()
 	ctxDone := ctx.Done()
+	var wake <-chan struct{}
+	if r.live != nil {
+		// A live session claims its channel's relays as they are filed:
+		// woken by the partition's changes, not only at the next tick.
+		wctx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		wake = s.watchTasks(wctx)
+	}
 loop:
 	for {
 		select {
@@ -460,6 +468,7 @@ loop:
 				killing, ended, note = true, "error", "killed"
 			}
 		case <-tick.C:
+		case <-wake:
 		}
 		if ctx.Err() != nil {
 			continue // stopped: nothing more is served, only the box's end awaited
