@@ -64,13 +64,13 @@ type Adapter interface {
 type Config struct {
 	Account  string // NAME of [chat.NAME]
 	Protocol string // "xmpp", "irc" or "exec"
-	// Address is the account: xmpp "user@domain" (a JID; the server is
-	// found from the domain, or "user@domain@host:port" is not used: see
-	// Server), irc "nick@host:port".
+	// Address is the account: xmpp "user@domain" (a JID), irc
+	// "nick@host:port".
 	Address string
 	// Server, when set, is the host:port to dial instead of what Address
-	// implies (xmpp: DNS SRV is never looked up by roster: the domain at
-	// port 5222 unless Server says otherwise).
+	// implies (xmpp: DNS SRV is never looked up by roster: the JID's
+	// domain at 5222, or at 5223 with TLS from the first byte, unless
+	// Server says otherwise).
 	Server   string
 	TLS      string   // "require" (TLS from the first byte), "starttls", or "off" (loopback only)
 	CAFile   string   // PEM roots to trust instead of the system's ("" = the system's)
