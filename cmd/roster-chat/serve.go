@@ -50,7 +50,7 @@ func (c *ServeCmd) Run(g *cli.Globals, env *cli.Env) error {
 		a := org.Chat.Accounts[name]
 		cfg := chat.Config{Account: name, Protocol: a.Protocol, Address: a.Address, Server: a.Server, TLS: a.TLS,
 			CAFile: a.CAFile, Command: a.Command, Chats: chats[name], Log: log.With("account", name)}
-		if a.Protocol != "exec" {
+		if a.Protocol != "exec" && len(a.Sources) > 0 {
 			cr, err := creds.LookupNamed("chat account "+name, a.Sources, creds.Creds{VaultDir: h.Vault()}, time.Now())
 			if err != nil {
 				return errs.New(errs.ErrUsage, err.Error())

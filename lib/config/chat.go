@@ -24,7 +24,7 @@ type ChatAccount struct {
 	Server   string   // xmpp: host:port to dial instead of the JID's domain at 5222
 	TLS      string   // "require" | "starttls" | "off" (loopback only)
 	CAFile   string   // PEM roots to trust instead of the system's
-	Sources  []string // credential sources tried in order (vault:NAME, env:NAME, file:/PATH); default vault:chat-NAME
+	Sources  []string // credential sources tried in order (vault:NAME, env:NAME, file:/PATH); default vault:chat-NAME; none: no credential
 	Command  []string // exec: the bridge and its arguments
 }
 
@@ -36,13 +36,13 @@ const (
 )
 
 type chatAccountFile struct {
-	Protocol   string   `toml:"protocol"`
-	Address    string   `toml:"address"`
-	Server     string   `toml:"server"`
-	Credential []string `toml:"credential"`
-	TLS        string   `toml:"tls"`
-	CAFile     string   `toml:"ca_file"`
-	Command    []string `toml:"command"`
+	Protocol   string    `toml:"protocol"`
+	Address    string    `toml:"address"`
+	Server     string    `toml:"server"`
+	Credential *[]string `toml:"credential"`
+	TLS        string    `toml:"tls"`
+	CAFile     string    `toml:"ca_file"`
+	Command    []string  `toml:"command"`
 }
 
 var chatNameRE = lazyRegexp(`^[a-z][a-z0-9-]{0,25}$`)
@@ -134,7 +134,7 @@ func chatAccount(name string, f chatAccountFile) (ChatAccount, error) {
 				return a, fmt.Errorf("command: word %d holds a NUL byte", i+1)
 			}
 		}
-		if len(f.Credential) > 0 {
+		if f.Credential != nil && len(*f.Credential) > 0 {
 			return a, fmt.Errorf("credential: an exec bridge holds its own credentials: remove credential")
 		}
 		a.Command = append([]string{}, f.Command...)
@@ -145,9 +145,12 @@ func chatAccount(name string, f chatAccountFile) (ChatAccount, error) {
 	if len(f.Command) > 0 {
 		return a, fmt.Errorf("command: only an exec account runs a command")
 	}
-	a.Sources = append([]string{}, f.Credential...)
-	if len(a.Sources) == 0 {
+	// credential = [] is an account without one (an IRC server without
+	// SASL); absent, the vault's chat-NAME.
+	if f.Credential == nil {
 		a.Sources = []string{"vault:chat-" + name}
+	} else {
+		a.Sources = append([]string{}, (*f.Credential)...)
 	}
 	for _, src := range a.Sources {
 		if err := CheckRepoSource(src); err != nil {
