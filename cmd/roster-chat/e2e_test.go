@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 	if testing.Short() {
 		os.Exit(m.Run())
 	}
-	dir, remove := testbin.Temp("roster-chat", "roster-task")
+	dir, remove := testbin.Temp()
 	bin = dir
 	code := m.Run()
 	remove()

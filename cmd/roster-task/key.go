@@ -29,7 +29,7 @@ type KeyCmd struct {
 
 // KeyPutCmd is `key put PROVIDER`.
 type KeyPutCmd struct {
-	Provider string `arg:"" name:"PROVIDER" help:"A provider (anthropic, openai, or one org.toml defines), or a vault name a [[repo]] credential reads (vault:NAME)."`
+	Provider string `arg:"" name:"PROVIDER" help:"A provider (anthropic, openai, or one org.toml defines), or a vault name a [[repo]] credential or a chat account reads (vault:NAME; chat-ACCOUNT)."`
 }
 
 // KeyLsCmd is `key ls`.
@@ -77,6 +77,24 @@ func repoVaultNames(h home.Home, ps map[string]creds.Provider) {
 	}
 }
 
+// chatVaultNames adds to ps the vault names org.toml's chat accounts read
+// their passwords from (default vault:chat-NAME, docs/channels.md).
+func chatVaultNames(h home.Home, ps map[string]creds.Provider) {
+	org, err := config.LoadOrg(h)
+	if err != nil {
+		return
+	}
+	for _, a := range org.Chat.Accounts {
+		for _, src := range a.Sources {
+			if n, ok := strings.CutPrefix(src, "vault:"); ok {
+				if _, known := ps[n]; !known {
+					ps[n] = creds.Provider{Name: n, Credentials: []string{"vault"}}
+				}
+			}
+		}
+	}
+}
+
 func knownProvider(ps map[string]creds.Provider, name string) error {
 	if _, ok := ps[name]; ok {
 		return nil
@@ -87,7 +105,7 @@ func knownProvider(ps map[string]creds.Provider, name string) error {
 	}
 	sort.Strings(names)
 	return errs.WithHint(errs.New(errs.ErrUsage, fmt.Sprintf("no provider %q", name)),
-		"providers: "+strings.Join(names, ", ")+" (add one as [gateway."+name+"] in org.toml; a [[repo]] token: name it credential = [\"vault:"+name+"\"] in the worker's spec first)")
+		"providers: "+strings.Join(names, ", ")+" (add one as [gateway."+name+"] in org.toml; a [[repo]] token: name it credential = [\"vault:"+name+"\"] in the worker's spec first; a chat account's password: chat-ACCOUNT, for org.toml's [chat.ACCOUNT])")
 }
 
 func (c *KeyPutCmd) Run(g *cli.Globals, env *cli.Env) error {
@@ -100,6 +118,7 @@ func (c *KeyPutCmd) Run(g *cli.Globals, env *cli.Env) error {
 		return err
 	}
 	repoVaultNames(h, ps)
+	chatVaultNames(h, ps)
 	if err := knownProvider(ps, c.Provider); err != nil {
 		return err
 	}
