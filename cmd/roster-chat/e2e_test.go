@@ -290,3 +290,50 @@ func TestRoomMentionGating(t *testing.T) {
 		t.Fatalf("a room message is proactive: %+v", tk)
 	}
 }
+
+// A 1 MB message is logged and filed cut to 64 KiB, saying so; then a
+// flood of 1,000 messages from one sender is logged once each and
+// acknowledged, while at most 8 relays wait, and roster-chat's memory
+// stays bounded.
+func TestFloodBoundedAndBigMessageCut(t *testing.T) {
+	e := newChatEnv(t, `chats = ["alice"]`+"\nowners = [\"alice\"]")
+	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
+	e.say("big", big)
+	c, _, log := e.serve("")
+	waitFor(t, "the big message filed", 30*time.Second, func() bool { return len(e.tasks()) == 1 })
+	tk := e.tasks()[0]
+	if len(tk.Text) > tms.MaxText || !strings.Contains(tk.Text, "this message was 1048576 bytes; it is cut here") {
+		t.Fatalf("the big message: %d bytes filed, tail %q", len(tk.Text), tk.Text[len(tk.Text)-100:])
+	}
+	for i := 0; i < 1000; i++ {
+		e.say(fmt.Sprintf("f%04d", i), fmt.Sprintf("flood %d", i))
+	}
+	waitFor(t, "1,001 messages logged", 120*time.Second, func() bool { return len(e.messages("desk:alice")) == 1001 })
+	time.Sleep(500 * time.Millisecond)
+	msgs := e.messages("desk:alice")
+	seen := map[string]bool{}
+	for _, m := range msgs {
+		if seen[m.NetID] {
+			t.Fatalf("logged twice: %+v", m)
+		}
+		seen[m.NetID] = true
+	}
+	if n := len(e.tasks()); n != chat.MaxPendingRelays {
+		t.Fatalf("%d relays wait, want the bound %d", n, chat.MaxPendingRelays)
+	}
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.Process.Pid))
+	var rss int
+	for _, l := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			fmt.Sscanf(strings.TrimSpace(v), "%d", &rss)
+		}
+	}
+	t.Logf("roster-chat's peak RSS through the flood: %d KiB", rss)
+	if rss == 0 || rss > 200<<10 {
+		t.Fatalf("roster-chat's peak RSS %d KiB (want bounded, < 200 MiB)\n%s", rss, log)
+	}
+	done, _ := os.ReadDir(filepath.Join(e.spool, "in", "done"))
+	if len(done) != 1001 {
+		t.Fatalf("%d of 1,001 acknowledged", len(done))
+	}
+}
