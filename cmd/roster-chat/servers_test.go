@@ -268,3 +268,89 @@ func TestIRCNickEqualToOwnerGetsNoOwnerStanding(t *testing.T) {
 		t.Fatalf("record: %+v\n%s", msgs, e.log)
 	}
 }
+
+// With the worker's proactive budget spent (its pace of starts used up),
+// an owner's DM still runs and is answered, while an allowed
+// non-owner's waits late, filed, never failed.
+func TestOwnerRunsOnASpentBudgetOthersWait(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	root, _ := filepath.Abs("../..")
+	spool := filepath.Join(t.TempDir(), "spool")
+	os.MkdirAll(filepath.Join(spool, "in"), 0o700)
+	bridge := func(from string) string {
+		return fmt.Sprintf("[chat.team]\nprotocol = \"exec\"\ncommand = [%q, %q, \"--from\", %q, %q]",
+			py, filepath.Join(root, "contrib", "chat-bridge", "file-bridge"), from, spool)
+	}
+	// The bridge speaks for one sender at a time: first bob (allowed, not
+	// an owner), whose message waits; then alice, the owner.
+	e := newServerEnv(t, `roster-task reply "answered"; roster-task complete`,
+		"account = \"team\"\nchats = [\"*\"]\nowners = [\"alice\"]\nallow = [\"alice\", \"bob\"]", bridge("bob"), "")
+	org0, _ := os.ReadFile(e.h.OrgFile())
+	os.WriteFile(e.h.OrgFile(), []byte(strings.Replace(string(org0), "# proactive_starts = 30", "proactive_starts = 1", 1)), 0o644)
+	w := e.h.Worker("dobby")
+	run := home.NewRunID(time.Now())
+	os.MkdirAll(w.Run(run), 0o700)
+	end := time.Now()
+	if err := runs.WriteRecord(w.Run(run), &runs.Record{ID: run, Worker: "dobby", Standing: tms.Proactive, StartedAt: time.Now(), EndedAt: &end, Ended: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	ce := &chatEnv{t: t, h: e.h, spool: spool}
+	ce.say("b1", "bob asks")
+	waitFor(t, "bob's message filed", 30*time.Second, func() bool {
+		m := e.messages("team:bob")
+		return len(m) >= 1 && m[0].State == chat.Filed
+	})
+	// Now alice: the bridge re-pointed at her as its sender, roster-chat
+	// restarted (the dispatcher starts it again).
+	org, _ := os.ReadFile(e.h.OrgFile())
+	os.WriteFile(e.h.OrgFile(), []byte(strings.Replace(string(org), `"--from", "bob"`, `"--from", "alice"`, 1)), 0o644)
+	restartChat(t, e.h)
+	ce.say("a1", "alice asks")
+	waitFor(t, "alice's message answered", 90*time.Second, func() bool {
+		m := e.messages("team:alice")
+		return len(m) >= 2 && m[0].State == chat.Answered
+	})
+	time.Sleep(time.Second)
+	var bob tms.Task
+	for _, tk := range ce.tasks() {
+		if tk.Channel == "team:bob" {
+			bob = tk
+		}
+	}
+	if bob.ID == "" || bob.State != tms.Pending {
+		t.Fatalf("bob's relay must wait pending (late), not run or fail: %+v\n%s", bob, e.log)
+	}
+	due := (&chatEnv{t: t, h: e.h}).run("roster-task", "due", "dobby")
+	if !strings.Contains(due, "late") {
+		t.Fatalf("due should say bob's relay is late:\n%s", due)
+	}
+	// The conversation was told, once.
+	sent := ce.sent()
+	notices := 0
+	for _, s := range sent {
+		if strings.Contains(fmt.Sprint(s["text"]), "used its budget") {
+			notices++
+		}
+	}
+	if notices != 1 {
+		t.Fatalf("want one budget notice, got %d: %v", notices, sent)
+	}
+}
+
+// restartChat has the dispatcher's roster-chat serve restarted (killed:
+// the dispatcher starts it again).
+func restartChat(t *testing.T, h home.Home) {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, _ := os.ReadFile(p)
+		if strings.Contains(string(b), "roster-chat\x00--home\x00"+h.Dir+"\x00serve") {
+			var pid int
+			fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid)
+			syscall.Kill(pid, syscall.SIGTERM)
+		}
+	}
+}

@@ -153,7 +153,9 @@ func (s *Service) sendOne(ctx context.Context, rec *Record, rp *Reply) {
 		return
 	}
 	crashAt("after-send")
-	if err := rec.Delivered(ctx, *rp, id, resent); err != nil {
+	// Logged whatever ctx says now: a SIGTERM that came during the send
+	// must not turn a delivered reply into a resend.
+	if err := rec.Delivered(context.WithoutCancel(ctx), *rp, id, resent); err != nil {
 		s.Log.Error("reply sent but not logged (it is sent again after a restart, marked resent)", "worker", rec.Worker, "channel", rec.Channel, "err", err)
 	}
 }

@@ -340,12 +340,12 @@ func (s *Service) fileSome(ctx context.Context, p *pendingRec) error {
 		l := p.lines[0]
 		s.mu.Unlock()
 		crashAt("before-file")
-		task, err := part.Add(ctx, tms.NewTask{Text: l.Text, Kind: tms.KindRelay, Standing: l.Standing,
+		task, err := part.Add(context.WithoutCancel(ctx), tms.NewTask{Text: l.Text, Kind: tms.KindRelay, Standing: l.Standing,
 			Channel: p.rec.Channel, From: l.From, Msg: l.NetID})
 		if err != nil {
 			return err
 		}
-		if _, err := p.rec.Append(ctx, Line{Dir: "in", Of: l.Seq, Task: task.ID, State: Filed}); err != nil {
+		if _, err := p.rec.Append(context.WithoutCancel(ctx), Line{Dir: "in", Of: l.Seq, Task: task.ID, State: Filed}); err != nil {
 			return err
 		}
 		if l.Standing != tms.Owner {
