@@ -13,6 +13,7 @@ import (
 	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/tms"
 )
 
 // LsCmd is `roster-chat ls [--worker W] [--json]`.
@@ -29,6 +30,7 @@ type convRow struct {
 	Last     *chat.Line `json:"last,omitempty"`
 	Queued   int        `json:"queued"` // replies waiting in the outbox
 	Failed   int        `json:"failed"` // replies given up on
+	Live     string     `json:"live,omitempty"` // the run of its live session, while its box is alive
 	Error    string     `json:"error,omitempty"`
 }
 
@@ -52,7 +54,7 @@ func (c *LsCmd) Run(g *cli.Globals, env *cli.Env) error {
 			return errs.New(errs.ErrRefused, err.Error())
 		}
 		for _, rec := range recs {
-			rows = append(rows, row(rec))
+			rows = append(rows, row(h.Worker(w), rec))
 		}
 	}
 	if c.JSON {
@@ -69,7 +71,7 @@ func (c *LsCmd) Run(g *cli.Globals, env *cli.Env) error {
 	return printRows(env.Stdout, rows)
 }
 
-func row(rec *chat.Record) convRow {
+func row(w home.Worker, rec *chat.Record) convRow {
 	r := convRow{Worker: rec.Worker, Channel: rec.Channel}
 	lines, err := rec.Read(0)
 	if err != nil {
@@ -91,12 +93,17 @@ func row(rec *chat.Record) convRow {
 		r.Error = err.Error()
 	}
 	r.Queued = len(pend)
+	if m, err := rec.Live(); err == nil && m != nil {
+		if gone, _ := tms.BoxGone(w.Run(m.Run), m.Started, time.Now()); !gone {
+			r.Live = m.Run
+		}
+	}
 	return r
 }
 
 func printRows(w io.Writer, rows []convRow) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKER\tCHANNEL\tMSGS\tQUEUED\tFAILED\tLAST")
+	fmt.Fprintln(tw, "WORKER\tCHANNEL\tMSGS\tQUEUED\tFAILED\tLIVE\tLAST")
 	for _, r := range rows {
 		last := "-"
 		if r.Last != nil {
@@ -113,7 +120,11 @@ func printRows(w io.Writer, rows []convRow) error {
 		if r.Error != "" {
 			last = "unreadable: " + r.Error
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", r.Worker, cli.Printable(r.Channel), r.Messages, r.Queued, r.Failed, last)
+		live := r.Live
+		if live == "" {
+			live = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.Worker, cli.Printable(r.Channel), r.Messages, r.Queued, r.Failed, live, last)
 	}
 	return tw.Flush()
 }
