@@ -28,8 +28,8 @@ type convRow struct {
 	Channel  string     `json:"channel"`
 	Messages int        `json:"messages"`
 	Last     *chat.Line `json:"last,omitempty"`
-	Queued   int        `json:"queued"` // replies waiting in the outbox
-	Failed   int        `json:"failed"` // replies given up on
+	Queued   int        `json:"queued"`         // replies waiting in the outbox
+	Failed   int        `json:"failed"`         // replies given up on
 	Live     string     `json:"live,omitempty"` // the run of its live session, while its box is alive
 	Error    string     `json:"error,omitempty"`
 }

@@ -134,4 +134,3 @@ func servedChats(h home.Home, log *slog.Logger) map[string][]string {
 	}
 	return out
 }
-

@@ -145,8 +145,8 @@ func (s *Supervision) claimNext(ctx context.Context, r *supervised, now time.Tim
 			continue // not claimable now (late: the budget), or taken
 		}
 		out = append(out, t)
-		if s.Live.Queue == "followup" {
-			break
+		if s.Live.Queue == "followup" || s.Live.agent == "" {
+			break // a plain command ends a turn per message line
 		}
 	}
 	if len(out) == 0 {

@@ -64,7 +64,6 @@ owners = ["alice@example.org"]
 allow = ["*@example.org"]
 `
 
-
 func eventually(t *testing.T, what string, ok func() bool) {
 	t.Helper()
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
