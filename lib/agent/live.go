@@ -23,12 +23,12 @@ import (
 //     turn_end events, and one agent_end, which ends the turn. The final
 //     text is that of the last assistant message_end before it (its
 //     errorMessage, when its stopReason is "error" or "aborted", is the
-//     turn's error). A prompt pi refuses (a command it could not parse, a
-//     prompt while a turn runs and no streamingBehavior was given, no
-//     model or key) gets {"type":"response","command":"prompt",
-//     "success":false,"error":...} and no agent_end: that response ends
-//     the turn, failed. pi exits at once when its standard input ends, a
-//     turn in flight included.
+//     turn's error). A prompt pi refuses (one while a turn runs and no
+//     streamingBehavior was given; no model or key) gets
+//     {"type":"response","command":"prompt","success":false,"error":...}
+//     and no agent_end: that response ends the turn, failed. pi exits at
+//     once when its standard input ends, a turn in flight included (no
+//     agent_end then).
 //   - Claude Code: `claude -p --input-format stream-json --output-format
 //     stream-json --verbose`. A message is the line
 //     {"type":"user","message":{"role":"user","content":[{"type":"text",
@@ -42,12 +42,16 @@ import (
 //     ends a turn by printing the line {"type":"turn_end"}, optionally with
 //     "text" (its reply) and "error" (the turn failed, and why).
 //
-// The caller sends the next message only after the turn ended. A message
-// sent mid-turn is not a turn of its own (both verified): pi refuses the
-// prompt (no streamingBehavior is sent; its refusal is a failed turn end,
-// reported before the end of the turn in flight), and Claude Code folds
-// it into the turn in flight ("The user sent a new message while you were
-// working: ...", one result for both).
+// The caller sends the next message only after the turn ended: a message
+// sent sooner is not reliably a turn of its own (all seen, recorded in
+// testdata/). pi refuses a prompt that comes while it streams (no
+// streamingBehavior is sent): Turns reports the refusal as a failed turn
+// end, ahead of the turn in flight's own; and a prompt that comes before
+// pi started the run of the one before (two written at once) is accepted
+// and never reaches the model, with no turn end. Claude Code folds a
+// message that comes mid-turn into the turn in flight ("The user sent a
+// new message while you were working: ...", one result for both) or runs
+// it as a turn of its own after, depending on when it comes.
 
 // PrepareLive plans a live session of a: like Prepare, but the agent runs
 // once in its streaming mode and takes messages on stdin (Message).
@@ -59,7 +63,10 @@ import (
 // have to wait behind, and that would shift every turn after it; in the
 // system prompt the briefing costs no turn, never ends one, and is never
 // compacted away in a long session. The briefing's own framing keeps the
-// channel's log it quotes untrusted there as anywhere.
+// channel's log it quotes untrusted there as anywhere. pi is given the
+// file when there is one (it reads a path it finds), Claude Code the text
+// when it fits one argument, else the file. in.Interactive is ignored: a
+// live session has no terminal.
 func (a *Agent) PrepareLive(in Input) (*Plan, error) {
 	if in.BaseURL == "" || in.Key == "" && in.KeyEnv == "" {
 		return nil, fmt.Errorf("agent %s: no model route or key", a.Name)
@@ -142,7 +149,13 @@ func (a *Agent) Message(text string) ([]byte, error) {
 // unframed: it is untrusted, and the command's to treat as such. The
 // command answers with {"type":"turn_end"} (Turns).
 func PlainMessage(task, from, channel, text string) []byte {
-	return jsonLine(map[string]string{"type": "message", "task": task, "from": from, "channel": channel, "text": text})
+	return jsonLine(struct {
+		Type    string `json:"type"`
+		Task    string `json:"task"`
+		From    string `json:"from"`
+		Channel string `json:"channel"`
+		Text    string `json:"text"`
+	}{"message", task, from, channel, text})
 }
 
 // jsonLine is v as one line of JSON: encoding/json escapes U+2028 and
@@ -153,7 +166,7 @@ func jsonLine(v any) []byte {
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		panic(err) // maps of strings always encode
+		panic(err) // strings always encode
 	}
 	return b.Bytes()
 }

@@ -101,9 +101,10 @@ func TestRealAgentLiveSessionTwoMessagesOneProcess(t *testing.T) {
 // holds, only when -live-capture is given (the unit tests assert on the
 // recordings): a turn with a tool call; a model error, twice (the fake
 // model's turn is the count of assistant messages, and neither agent keeps
-// the failed one in its history); and a message sent mid-turn, then one
-// after the turn (pi refuses the mid-turn prompt; Claude Code folds it
-// into the turn in flight, one result for both).
+// the failed one in its history); a message sent while a tool runs, then
+// one after the turn; and the input closed mid-turn. What an agent does
+// with a message mid-turn depends on timing (live.go): the recordings
+// testdata/ keeps of it are from several runs.
 func TestRealAgentLiveCapture(t *testing.T) {
 	if *liveCapture == "" {
 		t.Skip("only with -live-capture")

@@ -44,11 +44,17 @@ func TestTurnsFromRealLiveStreams(t *testing.T) {
 		{"live-claude-2.1.197-model-error.jsonl", "claude", []wantTurn{
 			{text: "API Error: 400 fakemodel: scripted error", err: "API Error: 400 fakemodel: scripted error", stop: "stop_sequence"},
 			{text: "API Error: 400 fakemodel: scripted error", err: "API Error: 400 fakemodel: scripted error", stop: "stop_sequence"}}},
-		// a prompt mid-turn: pi refuses it, Claude Code folds it in
+		// a message mid-turn, then one after the turn. pi refuses it (a
+		// failed turn end first) or, before its first run started, takes
+		// and loses it; Claude Code runs it as a turn after, or folds it
+		// into the turn in flight.
 		{"live-pi-0.73.1-mid-turn.jsonl", "pi", []wantTurn{
 			{err: "pi refused the prompt: Agent is already processing", cost: -1},
 			ok("Waited.", "stop", 2*c, 240, 60), ok("Next one.", "stop", c, 120, 30)}},
-		{"live-claude-2.1.197-mid-turn.jsonl", "claude", []wantTurn{ok("Waited.", "end_turn", 2*c, 240, 60), ok("Next one.", "end_turn", c, 120, 30)}},
+		{"live-pi-0.73.1-prompt-while-starting.jsonl", "pi", []wantTurn{ok("Waited.", "stop", 2*c, 240, 60), ok("Next one.", "stop", c, 120, 30)}},
+		{"live-claude-2.1.197-mid-turn.jsonl", "claude", []wantTurn{ok("Waited.", "end_turn", 2*c, 240, 60), ok("Next one.", "end_turn", c, 120, 30),
+			ok("fakemodel: the script has no turn 4", "end_turn", c, 120, 30)}},
+		{"live-claude-2.1.197-mid-turn-folded.jsonl", "claude", []wantTurn{ok("Waited.", "end_turn", 2*c, 240, 60), ok("Next one.", "end_turn", c, 120, 30)}},
 		// the input closed mid-turn: pi exits at once, Claude Code finishes
 		{"live-pi-0.73.1-eof-mid-turn.jsonl", "pi", nil},
 		{"live-claude-2.1.197-eof-mid-turn.jsonl", "claude", []wantTurn{ok("Waited.", "end_turn", 2*c, 240, 60)}},
@@ -216,7 +222,7 @@ func TestMessageLines(t *testing.T) {
 
 func TestPlainMessageAndTurnEnd(t *testing.T) {
 	b := PlainMessage("t-1", "alice@chat.example.org", "team:alice@chat.example.org", "hi\n\"there\" <&>")
-	want := `{"channel":"team:alice@chat.example.org","from":"alice@chat.example.org","task":"t-1","text":"hi\n\"there\" <&>","type":"message"}` + "\n"
+	want := `{"type":"message","task":"t-1","from":"alice@chat.example.org","channel":"team:alice@chat.example.org","text":"hi\n\"there\" <&>"}` + "\n"
 	if string(b) != want {
 		t.Errorf("plain message %s", b)
 	}
@@ -348,12 +354,18 @@ func endingLines(name string, data []byte) int {
 }
 
 func FuzzTurns(f *testing.F) {
-	for _, name := range []string{"live-pi-0.73.1-mid-turn.jsonl", "live-claude-2.1.197-mid-turn.jsonl", "live-pi-0.73.1-two-turns.jsonl"} {
+	// the recordings' short lines, one seed each (whole files make the
+	// coverage-guided fuzzer crawl)
+	for _, name := range []string{"live-pi-0.73.1-mid-turn.jsonl", "live-claude-2.1.197-mid-turn.jsonl"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(b, uint16(100))
+		for _, l := range bytes.SplitAfter(b, []byte("\n")) {
+			if len(l) < 1024 {
+				f.Add(l, uint16(len(l)/2))
+			}
+		}
 	}
 	f.Add([]byte(`{"type":"turn_end","text":"a"}`+"\n"+`{"type":"agent_end"}`+"\n"+`{"type":"response","command":"prompt","success":false}`+"\n"), uint16(3))
 	f.Add([]byte(`{"type":"\u0072esult"}`+"\n"+`{"type":"result","is_error":true,"errors":["x"]}`+"\r\n"), uint16(1))
