@@ -43,10 +43,10 @@ func serveChat(ctx context.Context, h home.Home, stderr io.Writer, log *slog.Log
 			case <-ctx.Done():
 				_ = cmd.Process.Signal(syscall.SIGTERM)
 				select {
-				case err = <-done:
+				case <-done:
 				case <-time.After(10 * time.Second):
 					_ = cmd.Process.Kill()
-					err = <-done
+					<-done
 				}
 				log.Info("roster-chat serve stopped")
 				return
