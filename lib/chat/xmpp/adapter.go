@@ -152,12 +152,10 @@ func (a *Adapter) session(ctx context.Context, deliver chat.Deliver) (time.Durat
 	if err != nil {
 		return 0, err
 	}
-	// Every connection catches up, the first too (from the start less
-	// marginBack): messages the server took in the last moments of a
-	// roster-chat that crashed, unacknowledged, are in the archive only
-	// once the session ran a query (Prosody 0.12 then drops them from
-	// stream management). The record files a message once.
-	c := newConn(a, s, raw, deliver, ctx, true)
+	a.mu.Lock()
+	catchUp := a.everUp
+	a.mu.Unlock()
+	c := newConn(a, s, raw, deliver, ctx, catchUp)
 	return c.run(ctx)
 }
 

@@ -14,9 +14,8 @@ import (
 
 // mark is where catch-up of one archive starts: the last archive id
 // handled (delivered or deliberately skipped), and when that was said.
-// Marks are in memory only: after a restart of roster-chat, catch-up
-// starts marginBack before the start, and the server's offline store
-// carries DMs that came while it was down.
+// Marks are in memory only: across a restart of roster-chat the server's
+// offline store and smacks redelivery carry what was unacknowledged.
 type mark struct {
 	id string
 	at time.Time
