@@ -141,9 +141,17 @@ func (s *Service) sendOne(ctx context.Context, rec *Record, rp *Reply) {
 		s.Log.Error("outbox", "worker", rec.Worker, "channel", rec.Channel, "err", err)
 		return
 	}
-	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	// A send under way when SIGTERM comes is let finish (bounded): its
+	// outcome is known then, not guessed.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 	id, err := a.Send(sctx, chat, rp.Text)
 	cancel()
+	if err != nil && ctx.Err() != nil {
+		// Stopping: the adapter may have closed mid-send, after the
+		// network had it. Left marked sending: logged resent if sent
+		// again (a possible duplicate, never a loss).
+		return
+	}
 	if err != nil {
 		next := now.Add(Backoff(rp.Attempts))
 		if e := rec.AttemptFailed(rp, err, next); e != nil {
