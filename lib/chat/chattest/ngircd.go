@@ -59,6 +59,9 @@ type Ngircd struct {
 func StartNgircd(t testing.TB) *Ngircd {
 	t.Helper()
 	if _, err := os.Stat(NgircdBinary); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI installs it (.ci/run): %s missing", NgircdBinary)
+		}
 		t.Skipf("ngircd not installed (%s missing: apt-get install ngircd)", NgircdBinary)
 	}
 	dir := t.TempDir()

@@ -54,6 +54,9 @@ type Prosody struct {
 func StartProsody(t testing.TB) *Prosody {
 	t.Helper()
 	if _, err := os.Stat(ProsodyBin); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI installs it (.ci/run): %s missing", ProsodyBin)
+		}
 		t.Skipf("prosody is not installed (%s missing; apt-get install prosody)", ProsodyBin)
 	}
 	dir := t.TempDir()
