@@ -11,6 +11,7 @@ import (
 	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/runs"
+	"github.com/roster-sh/roster/lib/transcript"
 )
 
 // ContextCmd prints briefing.md.
@@ -24,10 +25,13 @@ type RecallCmd struct {
 	JSON bool   `name:"json" help:"One JSON object per briefing part (JSON Lines)."`
 }
 
-// LogCmd prints transcript.log.
+// LogCmd prints transcript.log: an agent's run as a conversation, a plain
+// command's output as it came.
 type LogCmd struct {
 	ID     string `arg:"" name:"RUN" help:"The run (any unique prefix of its id)."`
 	Follow bool   `short:"f" help:"Keep printing what the box writes until the run ends."`
+	Raw    bool   `help:"Print transcript.log byte for byte: the agent's own JSON events." xor:"form"`
+	JSON   bool   `name:"json" help:"One JSON object per step of the conversation (kind, text, tool, args, is_error, line), nothing cut." xor:"form"`
 }
 
 // ChangesCmd prints store-changes.txt.
@@ -112,6 +116,29 @@ func (c *LogCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
+	if c.Raw || (!c.JSON && !agentRun(e)) {
+		return c.raw(env, e)
+	}
+	var out io.Writer = env.Stdout
+	if !c.JSON && cli.IsTerminal(env.Stdout) {
+		tw := cli.NewPrintableWriter(env.Stdout)
+		defer tw.Close()
+		out = tw
+	}
+	tw := transcript.NewWriter(out, agentName(e), c.JSON)
+	if c.Follow {
+		err = runs.Follow(env.Ctx, e.Dir, tw, 0)
+	} else {
+		err = copyFile(tw, home.Transcript(e.Dir), "transcript", e)
+	}
+	if cerr := tw.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// raw prints transcript.log as it is (escaped on a terminal).
+func (c *LogCmd) raw(env *cli.Env, e runs.Entry) error {
 	if c.Follow {
 		if cli.IsTerminal(env.Stdout) {
 			tw := cli.NewPrintableWriter(env.Stdout)
@@ -121,6 +148,21 @@ func (c *LogCmd) Run(g *cli.Globals, env *cli.Env) error {
 		return runs.Follow(env.Ctx, e.Dir, env.Stdout, 0)
 	}
 	return copyFile(env.Stdout, home.Transcript(e.Dir), "transcript", e)
+}
+
+// agentRun says whether the transcript is an agent's events: every run but
+// a finished one whose record names no agent (a plain command's output is
+// printed as it came). A run under way or with an unreadable record is
+// rendered: a line that is not an agent's event passes through as it is.
+func agentRun(e runs.Entry) bool {
+	return e.Record == nil || e.Record.Agent != nil || e.Record.Ended == ""
+}
+
+func agentName(e runs.Entry) string {
+	if e.Record != nil && e.Record.Agent != nil {
+		return e.Record.Agent.Name
+	}
+	return ""
 }
 
 func (c *ChangesCmd) Run(g *cli.Globals, env *cli.Env) error {

@@ -23,7 +23,7 @@ type CLI struct {
 	Show    ShowCmd    `cmd:"" help:"How a run ended: attestation, evidence, cost, actions, snapshot."`
 	Context ContextCmd `cmd:"" help:"Print the exact briefing the box was given."`
 	Recall  RecallCmd  `cmd:"" help:"Why each part of the briefing was included."`
-	Log     LogCmd     `cmd:"" help:"Print the box's transcript (stdout and stderr)."`
+	Log     LogCmd     `cmd:"" help:"Print the run's transcript: an agent's as a conversation (--raw: its events as they came)."`
 	Changes ChangesCmd `cmd:"" help:"What the run changed in the store (store-changes.txt)."`
 	Gateway GatewayCmd `cmd:"" help:"Every request the run's gateway served or refused (gateway.jsonl)."`
 	Usage   UsageCmd   `cmd:"" help:"Runs, box time, CPU, model calls, tokens and spend, by day, worker or model."`
