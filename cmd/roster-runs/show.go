@@ -79,7 +79,7 @@ func showBlock(w io.Writer, e runs.Entry, r *runs.Record, zone *time.Location) e
 	line("report", rep)
 	line("ceiling", dash(r.Ceiling))
 	line("cost", fmt.Sprintf("wall %s, cpu %s, memory peak %s",
-		seconds(r.Cost.WallSeconds), seconds(r.Cost.CPUSeconds), bytesIEC(r.Cost.MemoryPeakBytes)))
+		seconds(r.Cost.WallSeconds), seconds(r.Cost.CPUSeconds), cli.IEC(r.Cost.MemoryPeakBytes)))
 	if r.Cost.ModelCalls > 0 || r.Gateway != nil {
 		line("model", modelCost(r.Cost))
 	}
@@ -276,17 +276,4 @@ func when(t time.Time, zone *time.Location) string {
 		return "-"
 	}
 	return t.In(zone).Format("2006-01-02 15:04:05 MST")
-}
-
-func bytesIEC(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := uint64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

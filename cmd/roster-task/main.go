@@ -27,6 +27,7 @@ type CLI struct {
 	Worker   WorkerCmd `cmd:"" help:"Add, list, remove, pause and resume workers."`
 	Key      KeyCmd    `cmd:"" help:"Model keys: put one in the vault from stdin, see which source each provider uses."`
 	Forget   ForgetCmd `cmd:"" help:"Remove a conversation for good: its tasks, channel store, snapshots' copies, runs and words in the journal."`
+	Doctor   DoctorCmd `cmd:"" help:"Check the host and the home: cgroups, kernel, filesystem, space, vault modes, every config problem, agents, credentials, git, chat servers; each problem with its fix (exit 1 when one is found)."`
 	TaskCmds `embed:""`
 }
 

@@ -202,7 +202,9 @@ func lsRow(ctx context.Context, h home.Home, org *config.Org, name string, w *co
 	r := workerRow{Name: name}
 	var warns []string
 	if err == nil {
-		warns = append(warns, w.Warnings...)
+		if n := len(w.Warnings); n > 0 { // said whole by roster doctor, and by add and edit
+			warns = append(warns, fmt.Sprintf("worker %s: %s in its spec (roster doctor lists them)", name, countOf(n, "config warning")))
+		}
 		r.UID, r.Paused, r.Held = w.UID, w.Paused, tms.SpecHold(w)
 		if r.Held == "" {
 			r.Held = tms.StoreHold(ctx, h.Worker(name), org)

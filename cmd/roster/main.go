@@ -51,6 +51,7 @@ var routes = []route{
 	{[]string{"connection", "ls"}, "box", []string{"connections"}, "the folders a worker's boxes are given"},
 	{[]string{"lock"}, "lock", nil, "run a command under a named lock on a store"},
 	{[]string{"key"}, "task", []string{"key"}, "model keys: put one in the vault from stdin, list the source each provider uses"},
+	{[]string{"doctor"}, "task", []string{"doctor"}, "check the host and the home; each problem with its fix"},
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 
 	"github.com/roster-sh/roster/lib/cli/out"
@@ -48,4 +49,18 @@ func JSONLine(w io.Writer, v any) error {
 	}
 	_, err := w.Write(buf.Bytes())
 	return err
+}
+
+// IEC is n bytes for a reader: 512 B, 45.9 MiB, 1.2 TiB.
+func IEC(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
