@@ -57,7 +57,12 @@ func (r *request) lastUser() string {
 // of blocks whose text, or whose content (a tool result's), is flattened
 // in turn.
 func flatten(b *strings.Builder, raw json.RawMessage, depth int) {
-	if depth > 4 || len(raw) == 0 || b.Len() > maxLastUser {
+	flattenTo(b, raw, depth, maxLastUser)
+}
+
+// flattenTo is flatten stopping past limit bytes.
+func flattenTo(b *strings.Builder, raw json.RawMessage, depth, limit int) {
+	if depth > 4 || len(raw) == 0 || b.Len() > limit {
 		return
 	}
 	var s string
@@ -77,7 +82,7 @@ func flatten(b *strings.Builder, raw json.RawMessage, depth int) {
 			b.WriteByte('\n')
 		}
 		b.WriteString(bl.Text)
-		flatten(b, bl.Content, depth+1)
+		flattenTo(b, bl.Content, depth+1, limit)
 	}
 }
 

@@ -87,8 +87,9 @@ type Call struct {
 	Key      string `json:"key"` // the credential it carried (x-api-key or Bearer)
 	Model    string `json:"model"`
 	Stream   bool   `json:"stream"`
-	Turn     int    `json:"turn"`   // the script turn answered (0-based)
-	Status   int    `json:"status"` // the status answered
+	Script   string `json:"script,omitempty"` // the named script followed ("" = the default)
+	Turn     int    `json:"turn"`             // the script turn answered (0-based)
+	Status   int    `json:"status"`           // the status answered
 	// LastUser is the text of the request's last user message (a tool
 	// result's content included), its first 4 KiB.
 	LastUser string `json:"last_user,omitempty"`
@@ -110,6 +111,7 @@ type Server struct {
 
 	mu    sync.Mutex
 	calls []Call
+	named map[string]Script // Name's scripts
 }
 
 // New returns a server that expects key on every call and answers from
@@ -186,7 +188,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, provider, c.Status, "invalid x-api-key")
 		return
 	}
-	t := s.turn(c.Turn)
+	var script Script
+	c.Script, script = s.pick(&req)
+	t := script.turn(c.Turn)
 	if t.Status != 0 && t.Status != http.StatusOK {
 		c.Status = t.Status
 		s.record(c)
@@ -209,9 +213,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) turn(i int) Turn {
-	if i < len(s.script.Turns) {
-		return s.script.Turns[i]
+func (sc Script) turn(i int) Turn {
+	if i < len(sc.Turns) {
+		return sc.Turns[i]
 	}
 	return Turn{Text: fmt.Sprintf("fakemodel: the script has no turn %d", i+1)}
 }

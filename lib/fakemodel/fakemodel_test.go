@@ -308,3 +308,31 @@ func FuzzServe(f *testing.F) {
 		}
 	})
 }
+
+// Named scripts: a conversation whose first user message says
+// "fakemodel-script: NAME" follows NAME; one whose model is a script's
+// name follows it; the rest follow the default. The tag is found past the
+// 4 KiB kept as LastUser (a briefing puts the task text ~3 KB in).
+func TestNamedScripts(t *testing.T) {
+	srv := New(key, Script{Turns: []Turn{{Text: "default"}}})
+	srv.Name("deploy", Script{Turns: []Turn{{Text: "deploying"}}})
+	srv.Name("model-b", Script{Turns: []Turn{{Text: "worker b"}}})
+	hdr := map[string]string{"x-api-key": key}
+	long := strings.Repeat("briefing ", 900)
+	for _, c := range []struct{ body, want, script string }{
+		{`{"model":"m","messages":[{"role":"user","content":"` + long + `\nfakemodel-script: deploy\n"}]}`, "deploying", "deploy"},
+		{`{"model":"model-b","messages":[{"role":"user","content":"hello"}]}`, "worker b", "model-b"},
+		{`{"model":"model-b","messages":[{"role":"user","content":[{"type":"text","text":"fakemodel-script: deploy"}]}]}`, "deploying", "deploy"},
+		{`{"model":"m","messages":[{"role":"user","content":"fakemodel-script: nosuch"}]}`, "default", ""},
+		{`{"model":"m","messages":[{"role":"user","content":"a"},{"role":"assistant","content":"x"},{"role":"user","content":"fakemodel-script: deploy"}]}`, "fakemodel: the script has no turn 2", ""},
+	} {
+		rec := post(t, srv, "/v1/messages", hdr, c.body)
+		if !strings.Contains(rec.Body.String(), c.want) {
+			t.Errorf("%.60s...: got %s, want %q", c.body, rec.Body.String(), c.want)
+		}
+		calls := srv.Calls()
+		if got := calls[len(calls)-1].Script; got != c.script {
+			t.Errorf("%.60s...: script %q, want %q", c.body, got, c.script)
+		}
+	}
+}
