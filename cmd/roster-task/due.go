@@ -25,7 +25,11 @@ func (c *DueCmd) Run(g *cli.Globals, env *cli.Env) error {
 			return err
 		}
 		if len(r.Holds) > 0 && !c.JSON && !anyPending(r.Entries) {
-			msg := p.Name + " is held (" + strings.Join(r.Holds, ", ") + "): nothing it is given runs until that clears"
+			holds := slices.Clone(r.Holds)
+			if i := slices.Index(holds, "worker paused"); i >= 0 && p.Spec != nil && !p.Spec.PausedSince.IsZero() {
+				holds[i] += " since " + p.Spec.PausedSince.In(p.Org.Zone()).Format("2006-01-02 15:04 MST")
+			}
+			msg := p.Name + " is held (" + strings.Join(holds, ", ") + "): nothing it is given runs until that clears"
 			if slices.Contains(r.Holds, "worker paused") {
 				msg += "; `roster worker resume " + p.Name + "` resumes it"
 			}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -424,15 +425,24 @@ func TestSetPausedKeepsTheRestOfTheText(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, _ := os.ReadFile(h.SpecFile("d"))
-		if string(got) != c.after {
+		// the pause's own mark, where the line has no comment of the operator's
+		since := regexp.MustCompile(` # since 20\d\d-\d\d-\d\dT\d\d:\d\d:\d\dZ`)
+		marked := since.Match(got)
+		if string(since.ReplaceAll(got, nil)) != c.after {
 			t.Errorf("SetPaused(%q):\n got %q\nwant %q", c.before, got, c.after)
+		}
+		own := strings.Contains(c.after, "paused = true   # note") || strings.Contains(c.after, "paused = true       #")
+		w, _ := LoadWorker(h, "d")
+		if marked == own || w == nil || w.PausedSince.IsZero() == !own {
+			t.Errorf("SetPaused(%q): marked %v, since %v: %q", c.before, marked, w, got)
 		}
 		if err := SetPaused(h, "d", false); err != nil {
 			t.Fatal(err)
 		}
 		w, err := LoadWorker(h, "d")
-		if err != nil || w.Paused {
-			t.Errorf("resume: %+v %v", w, err)
+		got, _ = os.ReadFile(h.SpecFile("d"))
+		if err != nil || w.Paused || !w.PausedSince.IsZero() || strings.Contains(string(got), "since") {
+			t.Errorf("resume: %+v %v: %q", w, err, got)
 		}
 	}
 }

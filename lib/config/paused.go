@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/pelletier/go-toml/v2/unstable"
 
@@ -28,12 +29,83 @@ func SetPaused(h home.Home, name string, paused bool) error {
 	if err != nil {
 		return err
 	}
-	out := setTopLevelBool(data, "paused", paused)
+	out := markPausedSince(setTopLevelBool(data, "paused", paused), paused, time.Now())
 	again, err := ParseWorker(name, w.File, out)
 	if err != nil || again.Paused != paused {
 		return errs.New(errs.ErrRefused, fmt.Sprintf("%s: cannot set paused without rewriting the file; edit it by hand", w.File))
 	}
 	return fsx.WriteFile(w.File, out, fi.Mode().Perm())
+}
+
+// sinceRE is the comment SetPaused leaves after `paused = true`: "# since
+// TIME" (RFC 3339, UTC), to the end of the line.
+var sinceRE = lazyRegexp(`^[ \t]*#[ \t]*since[ \t]+(\S+)[ \t]*(?:\n|$)`)
+
+// topLevelValue finds the value of top-level key in data (which must
+// parse): its end offset, and whether it is there. The parser, not a
+// pattern, so a multi-line string that holds "paused = true" is not it.
+func topLevelValue(data []byte, key string) (end int, ok bool) {
+	var p unstable.Parser
+	p.Reset(data)
+	for p.NextExpression() {
+		e := p.Expression()
+		if e.Kind == unstable.Table || e.Kind == unstable.ArrayTable {
+			return 0, false
+		}
+		if e.Kind != unstable.KeyValue {
+			continue
+		}
+		it := e.Key()
+		it.Next()
+		if string(it.Node().Data) == key && it.IsLast() {
+			r := e.Value().Raw
+			return int(r.Offset + r.Length), true
+		}
+	}
+	return 0, false
+}
+
+// markPausedSince writes "# since NOW" after a `paused = true` SetPaused
+// set, and takes a stale one off `paused = false`. A comment of the
+// operator's own on the line stays as it is, with no mark.
+func markPausedSince(data []byte, paused bool, now time.Time) []byte {
+	end, ok := topLevelValue(data, "paused")
+	if !ok {
+		return data
+	}
+	rest := data[end:]
+	if m := sinceRE().FindSubmatchIndex(rest); m != nil {
+		nl := ""
+		if rest[m[1]-1] == '\n' {
+			nl = "\n"
+		}
+		rest = append([]byte(nl), rest[m[1]:]...)
+	} else if len(rest) > 0 && rest[0] != '\n' && rest[0] != '\r' {
+		return data // a comment of the operator's own
+	}
+	out := append([]byte{}, data[:end]...)
+	if paused {
+		out = append(out, " # since "+now.UTC().Format(time.RFC3339)...)
+	}
+	return append(out, rest...)
+}
+
+// PausedSince is when SetPaused paused the spec data, from the comment it
+// left; zero when the spec is not paused or was paused by hand.
+func PausedSince(data []byte) time.Time {
+	end, ok := topLevelValue(data, "paused")
+	if !ok {
+		return time.Time{}
+	}
+	m := sinceRE().FindSubmatch(data[end:])
+	if m == nil {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339, string(m[1]))
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 // commentedKeyRE is a top-level "# key = true|false" comment line that may

@@ -43,6 +43,7 @@ type Worker struct {
 	CPUs        float64
 	Idle        time.Duration // 0 = "off"
 	Paused      bool
+	PausedSince time.Time // when roster worker pause set it (its "# since" comment); zero if unknown
 	Connections []Connection
 	Repos       []Repo    // [[repo]] grants (repos.go)
 	Channels    []Channel // [[channel]]: the chats it serves (chat.go)
@@ -147,6 +148,9 @@ func readWorker(h home.Home, name string) ([]byte, *Worker, error) {
 	w, err := ParseWorker(name, file, data)
 	if err != nil {
 		return data, nil, err
+	}
+	if w.Paused {
+		w.PausedSince = PausedSince(data)
 	}
 	for _, c := range w.Connections {
 		if c.Mode == "rw" && !writableBy(c.Path, w.UID) {
