@@ -125,7 +125,7 @@ func (c *TemplateLsCmd) Run(g *cli.Globals, env *cli.Env) error {
 		}
 		return nil
 	})
-	if !c.JSON {
+	if !c.JSON && (c.Worker == "" || err == nil) { // the one worker asked for refused: no empty table
 		if terr := cli.Table(env.Stdout, []string{"WORKER", "ID", "CRON", "ZONE", "STATE", "LAST", "NEXT", "STANDING", "OVERLAP", "CATCH-UP", "WINDOW", "CURSOR", "TEXT"}, rows); terr != nil && err == nil {
 			err = terr
 		}

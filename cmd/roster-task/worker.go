@@ -146,6 +146,7 @@ type workerRow struct {
 	Claimed int    `json:"claimed"`
 	Held    string `json:"held,omitempty"` // why dispatch claims nothing for it (its spec, store.max), if so
 	Error   string `json:"error,omitempty"`
+	err     error  // Error's error
 }
 
 func (c *WorkerLsCmd) Run(g *cli.Globals, env *cli.Env) error {
@@ -178,12 +179,12 @@ func (c *WorkerLsCmd) Run(g *cli.Globals, env *cli.Env) error {
 				return err
 			}
 		}
-		return nil
+		return lsFailures(env, rows)
 	}
 	table := make([][]string, 0, len(rows))
 	for _, r := range rows {
 		if r.Error != "" {
-			table = append(table, []string{r.Name, "-", "-", "-", "-", "-"}) // why: the warning above
+			table = append(table, []string{r.Name, "-", "-", "-", "-", "-"}) // why: the error below
 			continue
 		}
 		held := "-"
@@ -193,11 +194,27 @@ func (c *WorkerLsCmd) Run(g *cli.Globals, env *cli.Env) error {
 		table = append(table, []string{r.Name, strconv.Itoa(r.UID), yesNo(r.Paused),
 			strconv.Itoa(r.Pending), strconv.Itoa(r.Claimed), held})
 	}
-	return cli.Table(env.Stdout, []string{"NAME", "UID", "PAUSED", "PENDING", "CLAIMED", "HELD"}, table)
+	if err := cli.Table(env.Stdout, []string{"NAME", "UID", "PAUSED", "PENDING", "CLAIMED", "HELD"}, table); err != nil {
+		return err
+	}
+	return lsFailures(env, rows)
+}
+
+// lsFailures reports each worker whose spec or partition could not be
+// read, as every command that reads one refuses it (exit 14 for
+// unreadable data), after listing the others.
+func lsFailures(env *cli.Env, rows []workerRow) error {
+	var fails cli.Failures
+	for _, r := range rows {
+		if r.err != nil {
+			fails.Report(env, r.err)
+		}
+	}
+	return fails.Exit()
 }
 
 // lsRow is worker name's line of `worker ls` and the warnings to print
-// for it (its spec's, or why it could not be read).
+// for it; r.Error says why its spec or partition could not be read.
 func lsRow(ctx context.Context, h home.Home, org *config.Org, name string, w *config.Worker, err error) (workerRow, []string) {
 	r := workerRow{Name: name}
 	var warns []string
@@ -212,8 +229,7 @@ func lsRow(ctx context.Context, h home.Home, org *config.Org, name string, w *co
 		r.Pending, r.Claimed, err = countTasks(h.Worker(name))
 	}
 	if err != nil {
-		r.Error = err.Error()
-		warns = append(warns, r.Error)
+		r.Error, r.err = err.Error(), err // said after the table, and the exit says it (14 for unreadable data)
 	}
 	return r, warns
 }
