@@ -3,7 +3,9 @@ package gateway
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/repos"
 	"github.com/roster-sh/roster/lib/repos/gittest"
 	"github.com/roster-sh/roster/lib/runs"
@@ -423,5 +426,55 @@ func TestGitGzipV2Request(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(refs), "refs/heads/main") {
 		t.Fatalf("ls-refs over gzip: %d %q", resp.StatusCode, refs)
+	}
+}
+
+// A host repo's push that holds a protected ref for review opens its gate
+// from the hook, before any ref moves: a gate that cannot be opened
+// refuses the whole push (the worker's own branch in it too, nothing in
+// the repo moved), and one that opens lands the rest and parks main's
+// commits in a pending ref.
+func TestGitGateThatCannotOpenRefusesTheWholePush(t *testing.T) {
+	host := filepath.Join(t.TempDir(), "app.git")
+	gittest.NewBare(t, host)
+	g := newGitRig(t, func(r *config.Repo) { r.Remote, r.Credential = host, nil })
+	var opened []repos.GateRequest
+	fail := true
+	g.svc.Gate = func(ctx context.Context, req repos.GateRequest) (string, error) {
+		if fail {
+			return "", errors.New("the task's partition is unreadable")
+		}
+		opened = append(opened, req)
+		return "g1", nil
+	}
+	work := g.clone(t)
+	head := commitFile(t, work, "fix.txt", "fixed\n")
+	before := gittest.Git(t, host, "for-each-ref")
+	out, ok := push(t, work, "origin", "HEAD:roster/dobby/fix", "HEAD:main")
+	if ok || !strings.Contains(out, "gate_failed") || !strings.Contains(out, "the task's partition is unreadable") {
+		t.Fatalf("push with a gate that cannot open: ok=%v\n%s", ok, out)
+	}
+	if got := gittest.Git(t, host, "for-each-ref"); got != before {
+		t.Fatalf("refs moved although the push was refused:\n%s\nwas\n%s", got, before)
+	}
+	fail = false
+	out, ok = push(t, work, "origin", "HEAD:roster/dobby/fix", "HEAD:main")
+	if !ok || !strings.Contains(out, "waits for review (gate g1)") {
+		t.Fatalf("push with a gate: ok=%v\n%s", ok, out)
+	}
+	if gittest.Git(t, host, "rev-parse", "roster/dobby/fix") != head || len(opened) != 1 ||
+		!strings.Contains(opened[0].What, "1 commits, 1 file changed") ||
+		gittest.Git(t, host, "rev-parse", opened[0].Pending) != head {
+		t.Fatalf("after the gated push: gates %+v, refs\n%s", opened, gittest.Git(t, host, "for-each-ref"))
+	}
+	if gittest.Git(t, host, "rev-parse", "main") == head {
+		t.Fatal("main moved before review")
+	}
+	// a gate whose commits never landed (opened before a later gate of its
+	// push failed) is not approved: it says so, and nothing moves
+	stray := repos.GateRequest{Ref: "refs/heads/main", New: strings.Repeat("ab", 20), Pending: repos.PendingPrefix + "stray"}
+	err := g.svc.Git.Land(context.Background(), host, filepath.Join(t.TempDir(), "lock"), stray)
+	if !errors.Is(err, errs.ErrConflict) || !strings.Contains(err.Error(), "deny this gate") {
+		t.Fatalf("landing a gate without its commits: %v", err)
 	}
 }

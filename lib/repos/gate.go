@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/fsx"
 )
 
@@ -43,27 +43,28 @@ func gatedCommands(cmds []Command, vs []Verdict, run string) []Command {
 	return out
 }
 
-// openGates opens a gate for each gated command of a push that landed in
-// its pending ref, and returns what to tell the client. A gate that
-// cannot be opened drops its pending ref and refuses that command.
-func (s *Service) openGates(ctx context.Context, r config.Repo, dir string, j *judgeRun) []string {
-	var msgs []string
+// openGates opens a gate for each gated command of a push, from roster's
+// hook, while its objects are still in git's quarantine (qenv): before
+// any ref moves, so a gate that cannot be opened refuses the whole push
+// (all-or-nothing) instead of leaving the other refs landed. It returns
+// what to tell the client, or the reason the push is refused. A gate
+// opened before a later one failed stays, pointing at commits that never
+// landed: approving it says so (Land), denying it clears it.
+func (j *judgeRun) openGates(ctx context.Context, qenv []string) (msgs []string, refusal string) {
+	s, r := j.s, j.r
 	for i, v := range j.verdicts {
 		if !v.Gate {
 			continue
 		}
-		pending := j.sent[i].Ref
-		req := GateRequest{Repo: r.Name, Ref: v.Ref, Old: v.Old, New: v.New, Pending: pending, Wake: r.WakeOnResolve}
-		req.What = fmt.Sprintf("push to %s of repo %s: %s (%s)", strings.TrimPrefix(v.Ref, "refs/heads/"), r.Name, short(v.New), s.Git.summary(ctx, dir, v.Old, v.New))
+		req := GateRequest{Repo: r.Name, Ref: v.Ref, Old: v.Old, New: v.New, Pending: j.sent[i].Ref, Wake: r.WakeOnResolve}
+		req.What = fmt.Sprintf("push to %s of repo %s: %s (%s)", strings.TrimPrefix(v.Ref, "refs/heads/"), r.Name, short(v.New), s.Git.summary(ctx, j.dir, qenv, v.Old, v.New))
 		id, err := s.Gate(ctx, req)
 		if err != nil {
-			_, _ = s.Git.Run(ctx, dir, nil, "update-ref", "-d", pending)
-			j.verdicts[i].Gate, j.verdicts[i].Kind, j.verdicts[i].Reason = false, "gate_failed", "could not open a review gate: "+err.Error()
-			continue
+			return nil, "could not open a review gate for " + strings.TrimPrefix(v.Ref, "refs/heads/") + ": " + err.Error()
 		}
 		msgs = append(msgs, fmt.Sprintf("%s <- %s waits for review (gate %s); `roster-task gate show` shows it", strings.TrimPrefix(v.Ref, "refs/heads/"), short(v.New), id))
 	}
-	return msgs
+	return msgs, ""
 }
 
 func short(id string) string {
@@ -73,18 +74,19 @@ func short(id string) string {
 	return id
 }
 
-// summary is "2 commits, 3 files changed, 10 insertions(+)" for old..new.
-func (g *Git) summary(ctx context.Context, dir, old, new string) string {
+// summary is "2 commits, 3 files changed, 10 insertions(+)" for old..new
+// (env: a push's quarantine, where its objects still are).
+func (g *Git) summary(ctx context.Context, dir string, env []string, old, new string) string {
 	rng := new
 	if !isZero(old) {
 		rng = old + ".." + new
 	}
-	n, _ := g.Run(ctx, dir, nil, "rev-list", "--count", rng)
+	n, _ := g.Run(ctx, dir, env, "rev-list", "--count", rng)
 	base := old
 	if isZero(old) {
 		base = g.emptyTree(ctx, dir)
 	}
-	stat, _ := g.Run(ctx, dir, nil, "diff", "--shortstat", base, new)
+	stat, _ := g.Run(ctx, dir, env, "diff", "--shortstat", base, new)
 	return strings.TrimSpace(string(n)) + " commits, " + strings.TrimSpace(string(stat))
 }
 
@@ -110,6 +112,9 @@ func (g *Git) Land(ctx context.Context, dir, lock string, p GateRequest) error {
 		return err
 	}
 	defer l.Unlock()
+	if _, err := g.Run(ctx, dir, nil, "cat-file", "-e", p.New+"^{commit}"); err != nil {
+		return fmt.Errorf("%w: commit %s is not in the repo (its push was refused after this gate opened, or its pending ref was removed): deny this gate", errs.ErrConflict, short(p.New))
+	}
 	cur := ""
 	if out, err := g.Run(ctx, dir, nil, "rev-parse", "--verify", "-q", p.Ref); err == nil {
 		cur = strings.TrimSpace(string(out))

@@ -115,7 +115,7 @@ func (s *Service) receivePack(ctx context.Context, name string, body io.Reader, 
 		s.landedMain(ctx, dir, p.Commands)
 	} else if j.ok {
 		s.recordOwn(r, p.Commands)
-		msgs = append(msgs, s.openGates(ctx, r, dir, j)...)
+		msgs = append(msgs, j.gateMsgs...)
 	}
 	res.set(j.verdicts, outcome)
 	return res, writeReport(w, p, out.unpack, j.verdicts, msgs)
@@ -359,7 +359,8 @@ type judgeRun struct {
 	sent     []Command // the commands as git got them (a gated ref renamed)
 	verdicts []Verdict
 	ok       bool
-	upstream bool // the upstream refused it
+	upstream bool     // the upstream refused it
+	gateMsgs []string // what the gates it opened tell the client
 }
 
 func (j *judgeRun) serve(ctx context.Context, conn net.Conn) {
@@ -403,6 +404,15 @@ func (j *judgeRun) judge(ctx context.Context, req hookRequest) hookAnswer {
 			}
 			return hookAnswer{Lines: []string{RefuseUpstream + ": the upstream refused the push: " + msg}}
 		}
+	} else if !j.s.isKnowledge(j.r) {
+		msgs, refusal := j.openGates(ctx, qenv)
+		if refusal != "" {
+			for i := range j.verdicts {
+				j.verdicts[i].Gate, j.verdicts[i].Kind, j.verdicts[i].Reason = false, "gate_failed", refusal
+			}
+			return hookAnswer{Lines: []string{"gate_failed: " + refusal}}
+		}
+		j.gateMsgs = msgs
 	}
 	j.ok = true
 	return hookAnswer{OK: true}
