@@ -12,6 +12,7 @@ import (
 
 	"github.com/roster-sh/roster/lib/box"
 	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/home"
 )
@@ -52,9 +53,14 @@ func (c *RunCmd) Run(g *cli.Globals, env *cli.Env) error {
 		return err
 	}
 	req.Home = h
+	// The spec is read once for the whole run (Prepare takes it from
+	// req): a spec changed while the run starts is the next run's.
+	if req.Spec, err = config.LoadWorker(h, c.Worker); err != nil {
+		return err
+	}
 	// Bounded from the start (host_memory): everything this supervisor does
 	// for the worker, reading its partition included, costs the worker.
-	cg, err := box.EnterHostCgroup(h, c.Worker)
+	cg, err := box.EnterHostCgroup(h, req.Spec)
 	if err != nil {
 		return err
 	}

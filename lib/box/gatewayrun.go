@@ -10,7 +10,6 @@ import (
 	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/creds"
 	"github.com/roster-sh/roster/lib/gateway"
-	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/runs"
 	"github.com/roster-sh/roster/lib/tms"
 )
@@ -18,8 +17,10 @@ import (
 // runGateway is what a gateway box's run needs: the gateway's maker for
 // the supervisor and the provider variables for the box (each granted
 // provider's base URL at its route, and a placeholder key shaped like the
-// credential it stands for).
-func runGateway(h home.Home, spec *config.Worker, org *config.Org, s *Spec, task *tms.Task, now time.Time) (func() (Gateway, error), []string) {
+// credential it stands for). The spec and org are the run's, as part
+// carries them.
+func runGateway(part *tms.Partition, s *Spec, task *tms.Task, now time.Time) (func() (Gateway, error), []string) {
+	h, spec, org := part.Home, part.Spec, part.Org
 	providers := creds.OrgProviders(org)
 	sources := creds.Creds{VaultDir: h.Vault()}
 	granted := append([]string{}, spec.Gateway.Providers...)
@@ -39,7 +40,7 @@ func runGateway(h home.Home, spec *config.Worker, org *config.Org, s *Spec, task
 		if task != nil {
 			taskID = task.ID
 		}
-		git, err := runGit(h, spec, org, sources, granted, s.Run, taskID, s.Knowledge)
+		git, err := runGit(part, sources, granted, s.Run, taskID, s.Knowledge)
 		if err != nil {
 			return nil, err
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/creds"
 	"github.com/roster-sh/roster/lib/errs"
-	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/repos"
 	"github.com/roster-sh/roster/lib/tms"
 )
@@ -35,8 +34,10 @@ const GitHookCommand = "git-hook"
 // credential this worker's gateway can resolve), this program as the
 // pre-receive hook, and a push to a host repo's protected ref held as a
 // repo_push gate on the run's task (an ad-hoc run has none: refused). A grant with no git on the host fails the run's start
-// with what is needed.
-func runGit(h home.Home, spec *config.Worker, org *config.Org, sources creds.Creds, granted []string, run, task, knowledge string) (*repos.Service, error) {
+// with what is needed. The push journal and the gates go to the run's
+// partition, part, with the spec and org the run was prepared with.
+func runGit(part *tms.Partition, sources creds.Creds, granted []string, run, task, knowledge string) (*repos.Service, error) {
+	h, spec, org := part.Home, part.Spec, part.Org
 	if len(spec.Repos) == 0 && knowledge == "" {
 		return nil, nil
 	}
@@ -84,21 +85,13 @@ func runGit(h home.Home, spec *config.Worker, org *config.Org, sources creds.Cre
 		}
 	}
 	svc.Journal = func(ctx context.Context, refs []repos.RefResult) {
-		p, err := tms.Open(h, spec.Name, tms.Options{})
-		if err == nil {
-			err = p.JournalPush(ctx, run, task, refs)
-		}
-		if err != nil { // the ledger and run.json still have the push
+		if err := part.JournalPush(ctx, run, task, refs); err != nil { // the ledger and run.json still have the push
 			fmt.Fprintf(os.Stderr, "roster-box: run %s: the journal's push line: %v\n", run, err)
 		}
 	}
 	if task != "" {
 		svc.Gate = func(ctx context.Context, g repos.GateRequest) (string, error) {
-			p, err := tms.Open(h, spec.Name, tms.Options{})
-			if err != nil {
-				return "", err
-			}
-			return p.OpenRepoGate(ctx, task, run, g.What, g.Wake,
+			return part.OpenRepoGate(ctx, task, run, g.What, g.Wake,
 				tms.RepoPush{Repo: g.Repo, Ref: g.Ref, Old: g.Old, New: g.New, Pending: g.Pending})
 		}
 	}

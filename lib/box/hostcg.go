@@ -156,16 +156,12 @@ const cpuPeriod = 100000
 
 func cpuQuota(cpus float64) int64 { return max(int64(cpus*cpuPeriod), 1000) }
 
-// EnterHostCgroup moves the calling process into worker's supervisor
-// cgroup, bounded at its spec's host_memory (JoinHostCgroup): what
-// `roster-box run` does before anything else. A spec that cannot be
-// loaded is its error, as the run's would be.
-func EnterHostCgroup(h home.Home, worker string) (*HostCgroup, error) {
-	spec, err := config.LoadWorker(h, worker)
-	if err != nil {
-		return nil, err
-	}
-	return JoinHostCgroup(HostCgroupName(h.Dir, worker), spec.HostMemory, spec.HostCPUs)
+// EnterHostCgroup moves the calling process into the supervisor cgroup of
+// spec's worker, bounded at its host_memory and host_cpus
+// (JoinHostCgroup): what `roster-box run` does first, with the spec it
+// loaded for the whole run (Request.Spec).
+func EnterHostCgroup(h home.Home, spec *config.Worker) (*HostCgroup, error) {
+	return JoinHostCgroup(HostCgroupName(h.Dir, spec.Name), spec.HostMemory, spec.HostCPUs)
 }
 
 // joinTries bounds how often a join starts again because the cgroup was

@@ -29,6 +29,10 @@ type Request struct {
 	Worker    string
 	Task, Run string // dispatched: the claimed task and the run it is claimed for
 
+	// Spec is Worker's spec, when the caller has loaded it for the run
+	// already (roster-box run, for its host cgroup); nil: Prepare loads it.
+	Spec *config.Worker
+
 	Ceiling *time.Duration // ad hoc: the wall-clock limit (nil: org.toml's adhoc)
 	Channel *string        // ad hoc: the channel whose store to mount
 	Clean   bool           // ad hoc: no channel store, no task or schedule in the briefing
@@ -47,11 +51,19 @@ var NewRunID = home.NewRunID
 // user), the suite's tools, the gateway, the briefing's input and the
 // snapshot step. It creates nothing else: the run folder is the caller's
 // to make (CreateRunDir), last.
+//
+// The spec and org.toml are read once (the spec not at all when r
+// carries it) and passed down to everything the run sets up, the
+// partition, the gateway, its git service and the agent, so one run sees
+// one configuration even if a file changes while it starts.
 func Prepare(ctx context.Context, r Request) (*Supervision, error) {
 	h := r.Home
-	spec, err := config.LoadWorker(h, r.Worker)
-	if err != nil {
-		return nil, err
+	spec := r.Spec
+	var err error
+	if spec == nil {
+		if spec, err = config.LoadWorker(h, r.Worker); err != nil {
+			return nil, err
+		}
 	}
 	org, err := config.LoadOrg(h)
 	if err != nil {
@@ -109,7 +121,7 @@ func Prepare(ctx context.Context, r Request) (*Supervision, error) {
 	if s.Network == "gateway" {
 		s.Knowledge = knowledgeAccess(channel, sup.Task)
 		var genv []string
-		sup.Gateway, genv = runGateway(h, spec, org, s, sup.Task, time.Now())
+		sup.Gateway, genv = runGateway(part, s, sup.Task, time.Now())
 		s.Env = append(s.Env, genv...)
 		s.GitConfig = GitConfig(spec, s.Knowledge != "")
 	}

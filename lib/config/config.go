@@ -185,6 +185,7 @@ type orgFile struct {
 
 // LoadOrg reads org.toml of h; a missing file means all defaults.
 func LoadOrg(h home.Home) (*Org, error) {
+	orgReads.Add(1)
 	data, err := os.ReadFile(h.OrgFile())
 	if errors.Is(err, fs.ErrNotExist) {
 		data = nil

@@ -136,6 +136,7 @@ func readWorker(h home.Home, name string) ([]byte, *Worker, error) {
 		return nil, nil, err
 	}
 	file := h.SpecFile(name)
+	specReads.Add(1)
 	data, err := os.ReadFile(file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, errs.WithHint(
