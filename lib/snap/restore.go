@@ -88,29 +88,11 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 	if err != nil {
 		return nil, err
 	}
-	m, err := s.manifest(from)
-	if err != nil {
-		return nil, err
-	}
 	res := &RestoreResult{From: from}
-	trees, closeTrees, err := s.restoreTrees(m, opt.Channel, opt.Path)
+	trees, scope, closeTrees, err := s.restoreScope(res, opt, rel)
 	defer closeTrees()
 	if err != nil {
 		return nil, err
-	}
-	var scope []string // what the restore puts back (the restore record's scope)
-	if opt.Path != "" {
-		nt, put, closeNarrow, err := s.narrowTree(trees[0], rel, from)
-		defer closeNarrow()
-		if err != nil {
-			return nil, err
-		}
-		scope = []string{trees[0].path + "/" + rel}
-		trees, res.Put = []restoreTree{nt}, put
-	} else {
-		for _, t := range trees {
-			scope = append(scope, t.path)
-		}
 	}
 	if opt.DryRun {
 		live, err := s.liveEntries(trees)
@@ -138,8 +120,61 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 	opt.mark("compared")
 	// Live inodes may be reused only when nothing can write into the old
 	// tree after the swap: no box is live, and --force was not asked for.
+	if err := s.stageTrees(&opt, trees, from, pre, liveIdx, len(boxes) == 0 && !opt.Force); err != nil {
+		return res, err
+	}
+	opt.mark("staged")
+	kerr, err := s.swapIn(&opt, res, trees, len(boxes) > 0)
+	if err != nil {
+		return res, err
+	}
+	// The restore record (record.go): what the restored files are, so the
+	// next take links instead of copying them all. Only a cache: a failure
+	// here costs that take time, never correctness.
+	if recs, err := s.recordEntries(trees); err == nil {
+		s.writeRecord(from, pre, opt.now(), scope, recs)
+	}
+	opt.mark("restore record written")
+	if kerr != nil {
+		return res, fmt.Errorf("%w (the restore itself is done)", kerr)
+	}
+	return res, nil
+}
+
+// restoreScope is the live trees snapshot res.From puts back, each with
+// its entries: every tree of the snapshot, Channel's store alone, or,
+// with a path (rel, cleaned), the one tree narrowed to it (res.Put then
+// says whether the path is new). scope is what the restore record names.
+// done closes the trees' folders, also on error.
+func (s *session) restoreScope(res *RestoreResult, opt RestoreOptions, rel string) (trees []restoreTree, scope []string, done func(), err error) {
+	m, err := s.manifest(res.From)
+	if err != nil {
+		return nil, nil, func() {}, err
+	}
+	trees, closeTrees, err := s.restoreTrees(m, opt.Channel, opt.Path)
+	if err != nil {
+		return nil, nil, closeTrees, err
+	}
+	if opt.Path == "" {
+		for _, t := range trees {
+			scope = append(scope, t.path)
+		}
+		return trees, scope, closeTrees, nil
+	}
+	nt, put, closeNarrow, err := s.narrowTree(trees[0], rel, res.From)
+	done = func() { closeNarrow(); closeTrees() }
+	if err != nil {
+		return nil, nil, done, err
+	}
+	res.Put = put
+	return []restoreTree{nt}, []string{trees[0].path + "/" + rel}, done, nil
+}
+
+// stageTrees stages every tree out of snapshot from (stageAll), reusing
+// the live inodes the pre-restore snapshot pre shares with it when reuse.
+// A failure changed nothing, and the undo's change list says so.
+func (s *session) stageTrees(opt *RestoreOptions, trees []restoreTree, from, pre string, liveIdx map[string]*Entry, reuse bool) error {
 	sg := newStager()
-	reuse := len(boxes) == 0 && !opt.Force
 	if reuse {
 		sg.pre, sg.preIdx = pre, liveIdx
 		var st unix.Stat_t
@@ -154,9 +189,18 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 	opt.phase(s.w.Name, "restoring", total)
 	if err := s.stageAll(sg, trees, from, reuse, opt.Progress); err != nil {
 		s.writeRestoreChanges(pre, nil, nil) // it changed nothing
-		return res, err
+		return err
 	}
-	opt.mark("staged")
+	return nil
+}
+
+// swapIn puts the staged trees in place of the live ones: what the
+// snapshot skipped kept, the restore's change list written with the
+// pre-restore snapshot, the restored folder's times put back (--path) and
+// the old trees disposed of (to .trash/ when boxLive). kerr is the change
+// list's error, which fails the restore only once it is done.
+func (s *session) swapIn(opt *RestoreOptions, res *RestoreResult, trees []restoreTree, boxLive bool) (kerr, err error) {
+	pre := res.PreRestore
 	var times folderTimes
 	if opt.Path != "" {
 		times = keepTimes(trees[0].parent)
@@ -170,7 +214,7 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 			removeAt(s.wdir, trees[i].staging)
 		}
 		s.writeRestoreChanges(pre, nil, nil) // it changed nothing
-		return res, err
+		return nil, err
 	}
 	olds, err := s.swapAll(trees, pre)
 	opt.mark("swapped")
@@ -184,28 +228,18 @@ func Restore(ctx context.Context, w home.Worker, opt RestoreOptions) (*RestoreRe
 	}
 	// The restore's own change list goes with its pre-restore snapshot
 	// (restore_changes.go), for the trees it swapped in.
-	kerr := s.writeRestoreChanges(pre, res.Changes, trees[:len(olds)])
+	kerr = s.writeRestoreChanges(pre, res.Changes, trees[:len(olds)])
 	if err != nil {
-		return res, err
+		return kerr, err
 	}
 	if err := times.put(); err != nil {
-		return res, err
+		return kerr, err
 	}
-	if err := s.disposeAll(res, trees, olds, len(boxes) > 0); err != nil {
-		return res, err
+	if err := s.disposeAll(res, trees, olds, boxLive); err != nil {
+		return kerr, err
 	}
 	opt.mark("old trees deleted")
-	// The restore record (record.go): what the restored files are, so the
-	// next take links instead of copying them all. Only a cache: a failure
-	// here costs that take time, never correctness.
-	if recs, err := s.recordEntries(trees); err == nil {
-		s.writeRecord(from, pre, opt.now(), scope, recs)
-	}
-	opt.mark("restore record written")
-	if kerr != nil {
-		return res, fmt.Errorf("%w (the restore itself is done)", kerr)
-	}
-	return res, nil
+	return kerr, nil
 }
 
 // afterSwap, when set (by a test), runs right after the swaps: a crash
