@@ -124,27 +124,8 @@ func (s *session) take(ctx context.Context, opt *Options, label string, force bo
 		return nil, err
 	}
 	opt.mark("tree built")
-	base, baseIdx := prev.Entries, byPath
-	restored := false // the change list is against what a restore put back, not prev
-	if rm != nil && rm.Header.ID != "" && rm.Header.ID != res.Prev {
-		if from, err := s.manifest(rm.Header.ID); err == nil {
-			base = restoredBase(prev.Entries, from.Entries, rm.Entries, rm.Header.Scope)
-			baseIdx = index(base)
-			restored = true
-		}
-	}
-	changes := compare(base, baseIdx, walk.entries, false)
-	changes = append(changes, walk.raced...)
-	// An empty list against a restore's base is no "unchanged": the scan
-	// found the trees differ from prev (a restore put a file back), and
-	// the snapshot records them, its list empty.
-	if !force && res.Prev != "" && !restored && !anyChange(changes) && !anyRelinked(walk.entries) {
-		res.Unchanged = true // it settled back between the scan and the copy
-		return res, nil
-	}
-	if !force && res.Prev == "" && onlyEmptyRoots(walk.entries) {
-		// A first snapshot of empty trees would record nothing: docs/store.md
-		// step 5, nothing changed, nothing written.
+	changes, restored := s.changesSince(res.Prev, prev, byPath, rm, walk)
+	if !force && nothingNew(res.Prev, restored, changes, walk.entries) {
 		res.Unchanged = true
 		return res, nil
 	}
@@ -163,6 +144,38 @@ func (s *session) take(ctx context.Context, opt *Options, label string, force bo
 	res.Changes = changes
 	res.walked = walk.entries
 	return res, nil
+}
+
+// changesSince is the new snapshot's change list: the walk against prev
+// (snapshot prevID, byPath its index), or, when a restore put back
+// another snapshot since prev was taken (its record rm), against what
+// that restore put back (restored true), so the list says what changed
+// after the restore.
+func (s *session) changesSince(prevID string, prev *Manifest, byPath map[string]*Entry, rm *Manifest, walk *walker) (changes []Change, restored bool) {
+	base, baseIdx := prev.Entries, byPath
+	if rm != nil && rm.Header.ID != "" && rm.Header.ID != prevID {
+		if from, err := s.manifest(rm.Header.ID); err == nil {
+			base = restoredBase(prev.Entries, from.Entries, rm.Entries, rm.Header.Scope)
+			baseIdx = index(base)
+			restored = true
+		}
+	}
+	changes = compare(base, baseIdx, walk.entries, false)
+	return append(changes, walk.raced...), restored
+}
+
+// nothingNew reports whether the walked trees need no snapshot after all
+// (prevID the newest, "" for none): they settled back to prev between the
+// scan and the copy, or a first snapshot would record empty trees only
+// (docs/store.md step 5, nothing changed, nothing written).
+func nothingNew(prevID string, restored bool, changes []Change, walked []Entry) bool {
+	if prevID == "" {
+		return onlyEmptyRoots(walked)
+	}
+	// An empty list against a restore's base is no "unchanged": the scan
+	// found the trees differ from prev (a restore put a file back), and
+	// the snapshot records them, its list empty.
+	return !restored && !anyChange(changes) && !anyRelinked(walked)
 }
 
 func anyChange(cs []Change) bool {
