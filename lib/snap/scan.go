@@ -159,43 +159,52 @@ func (sc *scanner) dir(fd, prev int, path string, skipLocks bool, depth int) err
 			}
 			continue
 		}
-		e := entryOf(rel, &st)
-		if st.Dev != sc.dev {
-			continue // another filesystem's mount point: special, never counted
-		}
-		if depth+1 > maxDepth {
-			continue // skipped (reasonTooDeep): special, never counted
-		}
-		sub, err := openDirAt(fd, de.name)
-		if err != nil {
-			// Gone or swapped since the stat: something changed.
-			sc.stop.Store(true)
-			return nil
-		}
-		var fst unix.Stat_t
-		if err := unix.Fstat(sub, &fst); err != nil || fst.Ino != st.Ino || fst.Dev != st.Dev {
-			unix.Close(sub)
-			sc.stop.Store(true)
-			return nil
-		}
-		sc.check(&e)
-		if sc.stop.Load() {
-			unix.Close(sub)
-			return nil
-		}
-		psub := -1
-		if prev >= 0 {
-			if p := sc.w.prev[rel]; p != nil && p.Type == TypeDir {
-				if pfd, err := openDirAt(prev, de.name); err == nil {
-					psub = pfd
-				}
-			}
-		}
-		if err := sc.dir(sub, psub, rel, false, depth+1); err != nil {
+		if err := sc.descend(fd, prev, rel, de.name, &st, depth+1); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// descend walks into folder name of fd (rel its path, st its stat, depth
+// its depth), against the previous snapshot's folder of that path (in
+// prev) when there is one. A mount point of another filesystem and a
+// folder too deep are skipped (specials, never counted); a folder gone or
+// swapped since its stat stops the scan: something changed.
+func (sc *scanner) descend(fd, prev int, rel, name string, st *unix.Stat_t, depth int) error {
+	e := entryOf(rel, st)
+	if st.Dev != sc.dev {
+		return nil // another filesystem's mount point: special, never counted
+	}
+	if depth > maxDepth {
+		return nil // skipped (reasonTooDeep): special, never counted
+	}
+	sub, err := openDirAt(fd, name)
+	if err != nil {
+		// Gone or swapped since the stat: something changed.
+		sc.stop.Store(true)
+		return nil
+	}
+	var fst unix.Stat_t
+	if err := unix.Fstat(sub, &fst); err != nil || fst.Ino != st.Ino || fst.Dev != st.Dev {
+		unix.Close(sub)
+		sc.stop.Store(true)
+		return nil
+	}
+	sc.check(&e)
+	if sc.stop.Load() {
+		unix.Close(sub)
+		return nil
+	}
+	psub := -1
+	if prev >= 0 {
+		if p := sc.w.prev[rel]; p != nil && p.Type == TypeDir {
+			if pfd, err := openDirAt(prev, name); err == nil {
+				psub = pfd
+			}
+		}
+	}
+	return sc.dir(sub, psub, rel, false, depth)
 }
 
 // file stats and compares one entry that is not a folder.
