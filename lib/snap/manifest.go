@@ -175,95 +175,13 @@ func ParseEntry(line []byte) (Entry, error) {
 
 // parseEntryJSON is ParseEntry for any line: the general parser.
 func parseEntryJSON(line []byte) (Entry, error) {
-	var e Entry
+	var d entryDecoder
 	p := parser{s: line}
-	var havePath, haveType bool
-	err := p.object(func(key []byte, v value) error {
-		switch string(key) {
-		case "path", "path_b64", "target", "target_b64", "skip", "skip_b64":
-			s, err := v.text(bytes.HasSuffix(key, []byte("_b64")))
-			if err != nil {
-				return err
-			}
-			if key[0] == 's' {
-				e.Skip = s
-			} else if key[0] == 'p' {
-				if havePath {
-					return fmt.Errorf("path given twice")
-				}
-				e.Path, havePath = s, true
-			} else {
-				e.Target = s
-			}
-		case "type":
-			s, err := v.text(false)
-			if err != nil {
-				return err
-			}
-			if len(s) != 1 || !validType(s[0]) {
-				return fmt.Errorf("unknown type %q", s)
-			}
-			e.Type, haveType = s[0], true
-		case "mode":
-			s, err := v.text(false)
-			if err != nil {
-				return err
-			}
-			m, err := strconv.ParseUint(s, 8, 32)
-			if err != nil || m > 0o7777 {
-				return fmt.Errorf("bad mode %q", s)
-			}
-			e.Mode = uint32(m)
-		case "uid", "gid":
-			n, err := v.uint(32)
-			if err != nil {
-				return err
-			}
-			if key[0] == 'u' {
-				e.UID = uint32(n)
-			} else {
-				e.GID = uint32(n)
-			}
-		case "ino", "sino":
-			n, err := v.uint(64)
-			if err != nil {
-				return err
-			}
-			if key[0] == 'i' {
-				e.Ino = n
-			} else {
-				e.SnapIno = n
-			}
-		case "size", "mtime", "ctime":
-			n, err := v.int()
-			if err != nil {
-				return err
-			}
-			switch key[0] {
-			case 's':
-				e.Size = n
-			case 'm':
-				e.Mtime = n
-			default:
-				e.Ctime = n
-			}
-		case "hl":
-			n, err := v.int()
-			if err != nil || n < 0 || n > 1<<40 {
-				return fmt.Errorf("bad hl")
-			}
-			e.Group = int(n)
-		case "unstable":
-			if string(v.raw) != "true" && string(v.raw) != "false" {
-				return fmt.Errorf("bad unstable")
-			}
-			e.Unstable = string(v.raw) == "true"
-		}
-		return nil
-	})
-	if err == nil && (!havePath || !haveType) {
+	err := p.object(d.field)
+	if err == nil && (!d.havePath || !d.haveType) {
 		err = fmt.Errorf("path or type missing")
 	}
+	e := d.e
 	if err == nil && (e.Path == "" || bytes.IndexByte([]byte(e.Path), 0) >= 0) {
 		err = fmt.Errorf("empty path or NUL in path")
 	}
@@ -279,6 +197,119 @@ func parseEntryJSON(line []byte) (Entry, error) {
 		e.Skip = "not copied"
 	}
 	return e, nil
+}
+
+// entryDecoder is the entry parseEntryJSON fills in, key by key.
+type entryDecoder struct {
+	e                  Entry
+	havePath, haveType bool
+}
+
+// field decodes one key of an entry's object; unknown keys are ignored.
+func (d *entryDecoder) field(key []byte, v value) error {
+	switch string(key) {
+	case "path", "path_b64", "target", "target_b64", "skip", "skip_b64", "type", "mode":
+		return d.textField(key, v)
+	case "uid", "gid", "ino", "sino", "size", "mtime", "ctime", "hl":
+		return d.numberField(key, v)
+	case "unstable":
+		if string(v.raw) != "true" && string(v.raw) != "false" {
+			return fmt.Errorf("bad unstable")
+		}
+		d.e.Unstable = string(v.raw) == "true"
+	}
+	return nil
+}
+
+// textField decodes a key whose value is a string: the names (plain or
+// base64), the type and the octal mode.
+func (d *entryDecoder) textField(key []byte, v value) error {
+	e := &d.e
+	switch string(key) {
+	case "type":
+		s, err := v.text(false)
+		if err != nil {
+			return err
+		}
+		if len(s) != 1 || !validType(s[0]) {
+			return fmt.Errorf("unknown type %q", s)
+		}
+		e.Type, d.haveType = s[0], true
+	case "mode":
+		s, err := v.text(false)
+		if err != nil {
+			return err
+		}
+		m, err := strconv.ParseUint(s, 8, 32)
+		if err != nil || m > 0o7777 {
+			return fmt.Errorf("bad mode %q", s)
+		}
+		e.Mode = uint32(m)
+	default: // path, target, skip, each maybe _b64
+		s, err := v.text(bytes.HasSuffix(key, []byte("_b64")))
+		if err != nil {
+			return err
+		}
+		if key[0] == 's' {
+			e.Skip = s
+		} else if key[0] == 'p' {
+			if d.havePath {
+				return fmt.Errorf("path given twice")
+			}
+			e.Path, d.havePath = s, true
+		} else {
+			e.Target = s
+		}
+	}
+	return nil
+}
+
+// numberField decodes a key whose value is a number: the owners, the
+// inodes, the size and times, the hardlink group.
+func (d *entryDecoder) numberField(key []byte, v value) error {
+	e := &d.e
+	switch string(key) {
+	case "uid", "gid":
+		n, err := v.uint(32)
+		if err != nil {
+			return err
+		}
+		if key[0] == 'u' {
+			e.UID = uint32(n)
+		} else {
+			e.GID = uint32(n)
+		}
+	case "ino", "sino":
+		n, err := v.uint(64)
+		if err != nil {
+			return err
+		}
+		if key[0] == 'i' {
+			e.Ino = n
+		} else {
+			e.SnapIno = n
+		}
+	case "size", "mtime", "ctime":
+		n, err := v.int()
+		if err != nil {
+			return err
+		}
+		switch key[0] {
+		case 's':
+			e.Size = n
+		case 'm':
+			e.Mtime = n
+		default:
+			e.Ctime = n
+		}
+	case "hl":
+		n, err := v.int()
+		if err != nil || n < 0 || n > 1<<40 {
+			return fmt.Errorf("bad hl")
+		}
+		e.Group = int(n)
+	}
+	return nil
 }
 
 func validType(c byte) bool {
