@@ -197,6 +197,35 @@ func LoadOrg(h home.Home) (*Org, error) {
 
 // ParseOrg parses the text of an org.toml; file names it in errors.
 func ParseOrg(file string, data []byte) (*Org, error) {
+	f := defaultOrgFile()
+	if err := decodeStrict(data, f); err != nil {
+		return nil, decodeError(file, err)
+	}
+	lines := keyLines(data)
+	bad := func(key, msg string) error { return specError(file, lines[key], key, msg) }
+
+	// The sections in a fixed order, so an org.toml with several faults
+	// always names the same first one.
+	o := &Org{}
+	for _, parse := range []func(*orgFile, *Org, func(key, msg string) error) error{
+		parseStorage, parseDispatch, parseNotify, parseCeilings, parseBudget,
+	} {
+		if err := parse(f, o, bad); err != nil {
+			return nil, err
+		}
+	}
+	if err := parseGateway(f.Gateway, o, bad); err != nil {
+		return nil, err
+	}
+	if err := parseChat(f.Chat, o, bad); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// defaultOrgFile is an org.toml that sets every default, for the file's
+// text to decode over.
+func defaultOrgFile() *orgFile {
 	var f orgFile
 	f.Storage.Store.Snapshots = DefaultSnapshots
 	f.Storage.Store.Daily = DefaultDaily
@@ -217,76 +246,94 @@ func ParseOrg(file string, data []byte) (*Org, error) {
 	f.Dispatch.ChatCap = DefaultChatCap
 	f.Budget.Proactive = DefaultProactive
 	f.Budget.ProactiveStarts = DefaultProactiveStarts
-	if err := decodeStrict(data, &f); err != nil {
-		return nil, decodeError(file, err)
-	}
-	lines := keyLines(data)
-	bad := func(key, msg string) error { return specError(file, lines[key], key, msg) }
+	return &f
+}
 
-	o := &Org{}
+// parseStorage checks and sets [storage]: the snapshots kept, the free
+// space and size bounds, the run folders kept.
+func parseStorage(f *orgFile, o *Org, bad func(key, msg string) error) error {
 	var err error
 	if f.Storage.Store.Snapshots < 0 {
-		return nil, bad("storage.store.snapshots", "must be 0 (no snapshots) or more")
+		return bad("storage.store.snapshots", "must be 0 (no snapshots) or more")
 	}
 	o.Storage.Snapshots = f.Storage.Store.Snapshots
 	if f.Storage.Store.Daily < 0 {
-		return nil, bad("storage.store.daily", "must be 0 (no daily snapshots kept) or more")
+		return bad("storage.store.daily", "must be 0 (no daily snapshots kept) or more")
 	}
 	o.Storage.Daily = f.Storage.Store.Daily
 	if f.Storage.Store.UndoDays < 0 {
-		return nil, bad("storage.store.undo_days", "must be 0 (keep until removed by hand) or more")
+		return bad("storage.store.undo_days", "must be 0 (keep until removed by hand) or more")
 	}
 	o.Storage.UndoDays = f.Storage.Store.UndoDays
 	if o.Storage.MinFree, err = sizeValue(f.Storage.Store.MinFree); err != nil {
-		return nil, bad("storage.store.min_free", err.Error())
+		return bad("storage.store.min_free", err.Error())
 	}
 	if m, ok := f.Storage.Store.Max.(string); !ok || strings.TrimSpace(m) != "" {
 		if o.Storage.Max, err = sizeValue(f.Storage.Store.Max); err != nil {
-			return nil, bad("storage.store.max", err.Error())
+			return bad("storage.store.max", err.Error())
 		}
 		if o.Storage.Max != 0 && o.Storage.Max < InodeBytes {
-			return nil, bad("storage.store.max", fmt.Sprintf("must be \"\" (no bound) or at least %s", FormatSize(InodeBytes)))
+			return bad("storage.store.max", fmt.Sprintf("must be \"\" (no bound) or at least %s", FormatSize(InodeBytes)))
 		}
 	}
 	if f.Storage.Runs.Keep < 1 {
-		return nil, bad("storage.runs.keep", "must be 1 or more")
+		return bad("storage.runs.keep", "must be 1 or more")
 	}
 	o.Storage.RunsKeep = f.Storage.Runs.Keep
+	return nil
+}
+
+// parseDispatch checks and sets [dispatch]: the caps, the poll, the
+// credentials, the zone, the retry backoff.
+func parseDispatch(f *orgFile, o *Org, bad func(key, msg string) error) error {
+	var err error
 	if f.Dispatch.Cap < 1 {
-		return nil, bad("dispatch.cap", "must be 1 or more")
+		return bad("dispatch.cap", "must be 1 or more")
 	}
 	o.Dispatch.Cap = f.Dispatch.Cap
 	if f.Dispatch.ChatCap < 1 {
-		return nil, bad("dispatch.chat_cap", "must be 1 or more (live sessions and relay runs at once, beside cap)")
+		return bad("dispatch.chat_cap", "must be 1 or more (live sessions and relay runs at once, beside cap)")
 	}
 	o.Dispatch.ChatCap = f.Dispatch.ChatCap
 	if o.Dispatch.Poll, err = ParseDuration(f.Dispatch.Poll, false); err != nil {
-		return nil, bad("dispatch.poll", err.Error())
+		return bad("dispatch.poll", err.Error())
 	}
 	for _, c := range f.Dispatch.Credentials {
 		if err := validCredential(c); err != nil {
-			return nil, bad("dispatch.credentials", err.Error())
+			return bad("dispatch.credentials", err.Error())
 		}
 	}
 	o.Dispatch.Credentials = append([]string{}, f.Dispatch.Credentials...)
 	if o.Dispatch.Zone, err = loadZone(f.Dispatch.Zone); err != nil {
-		return nil, bad("dispatch.zone", err.Error())
+		return bad("dispatch.zone", err.Error())
 	}
 	if len(f.Dispatch.Backoff) == 0 {
-		return nil, bad("dispatch.retry_backoff", "give at least one wait (\"1m\")")
+		return bad("dispatch.retry_backoff", "give at least one wait (\"1m\")")
 	}
 	for _, b := range f.Dispatch.Backoff {
 		d, err := ParseDuration(b, false)
 		if err != nil {
-			return nil, bad("dispatch.retry_backoff", err.Error())
+			return bad("dispatch.retry_backoff", err.Error())
 		}
 		o.Dispatch.RetryBackoff = append(o.Dispatch.RetryBackoff, d)
 	}
+	return nil
+}
+
+// parseNotify checks and sets [notify]: the failure hook.
+func parseNotify(f *orgFile, o *Org, bad func(key, msg string) error) error {
 	if len(f.Notify.OnFailure) > 0 && f.Notify.OnFailure[0] == "" {
-		return nil, bad("notify.on_failure", "the command's first word is empty")
+		return bad("notify.on_failure", "the command's first word is empty")
 	}
 	o.Notify.OnFailure = append([]string{}, f.Notify.OnFailure...)
 	o.Notify.FinalOnly = f.Notify.FinalOnly
+	return nil
+}
+
+// parseCeilings checks and sets [ceilings]: each kind of run's wall-clock
+// limit.
+func parseCeilings(f *orgFile, o *Org, bad func(key, msg string) error) error {
+	var err error
 	for _, c := range []struct {
 		key string
 		s   string
@@ -301,31 +348,32 @@ func ParseOrg(file string, data []byte) (*Org, error) {
 		{"live", f.Ceilings.Live, &o.Ceilings.Live},
 	} {
 		if *c.d, err = ParseDuration(c.s, false); err != nil {
-			return nil, bad("ceilings."+c.key, err.Error())
+			return bad("ceilings."+c.key, err.Error())
 		}
 	}
+	return nil
+}
+
+// parseBudget checks and sets [budget]: the proactive runs' daily time,
+// tokens, dollars and starts.
+func parseBudget(f *orgFile, o *Org, bad func(key, msg string) error) error {
+	var err error
 	if o.Budget.Proactive, err = ParseDuration(f.Budget.Proactive, true); err != nil {
-		return nil, bad("budget.proactive", err.Error())
+		return bad("budget.proactive", err.Error())
 	}
 	o.Budget.Unlimited = o.Budget.Proactive == 0
 	if f.Budget.ProactiveTokens < 0 {
-		return nil, bad("budget.proactive_tokens", "must be 0 (no limit) or more")
+		return bad("budget.proactive_tokens", "must be 0 (no limit) or more")
 	}
 	if !(f.Budget.ProactiveUSD >= 0) {
-		return nil, bad("budget.proactive_usd", "must be 0 (no limit) or more")
+		return bad("budget.proactive_usd", "must be 0 (no limit) or more")
 	}
 	o.Budget.Tokens, o.Budget.USD = f.Budget.ProactiveTokens, f.Budget.ProactiveUSD
 	if f.Budget.ProactiveStarts < 0 {
-		return nil, bad("budget.proactive_starts", "must be 0 (no limit) or more")
+		return bad("budget.proactive_starts", "must be 0 (no limit) or more")
 	}
 	o.Budget.Starts = f.Budget.ProactiveStarts
-	if err := parseGateway(f.Gateway, o, bad); err != nil {
-		return nil, err
-	}
-	if err := parseChat(f.Chat, o, bad); err != nil {
-		return nil, err
-	}
-	return o, nil
+	return nil
 }
 
 var envNameRE = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_]*$`)
