@@ -222,6 +222,16 @@ func (d *Dispatcher) evaluate(ctx context.Context, org *config.Org, w string, se
 		delete(d.busy, w)
 	}
 	d.clearBad(w)
+	ws.takeDue(due, d.clock.Now())
+	return ws, true
+}
+
+// takeDue sets what the tick needs of a served worker from its due
+// report: its claimable tasks (relays apart, for the chat cap), its live
+// claims of each lane, when to look again (the next activation only when
+// it cannot claim more; HoldRecheck after now when a hold is on it), and
+// the hold itself.
+func (ws *workerState) takeDue(due *tms.DueReport, now time.Time) {
 	ws.claims, ws.live, ws.next = true, due.LiveClaims, due.Next
 	for _, t := range due.Claimable {
 		if t.Kind == tms.KindRelay {
@@ -258,11 +268,10 @@ func (d *Dispatcher) evaluate(ctx context.Context, org *config.Org, w string, se
 	}
 	if ws.credHold != "" {
 		// Held: looked at again on its own changes, the vault's, or this timer.
-		if again := d.clock.Now().Add(HoldRecheck); ws.next.IsZero() || again.Before(ws.next) {
+		if again := now.Add(HoldRecheck); ws.next.IsZero() || again.Before(ws.next) {
 			ws.next = again
 		}
 	}
-	return ws, true
 }
 
 // Tick runs one round: for each served worker (paused and unreadable ones
