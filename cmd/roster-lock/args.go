@@ -79,17 +79,18 @@ func parseArgs(args []string, getenv func(string) (string, bool)) (*opts, error)
 	}
 	var named, afterDashes bool
 	given := map[string]bool{}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
+	r := &argv{args: args}
+	for ; r.i < len(args); r.i++ {
+		a := args[r.i]
 		isFlag := !afterDashes && len(a) > 1 && a[0] == '-'
 		switch {
 		case named && a == "--":
-			o.Command = args[i+1:]
-			i = len(args)
+			o.Command = args[r.i+1:]
+			r.i = len(args)
 			continue
 		case named && !isFlag:
-			o.Command = args[i:]
-			i = len(args)
+			o.Command = args[r.i:]
+			r.i = len(args)
 			continue
 		case a == "--" && !afterDashes:
 			afterDashes = true
@@ -98,72 +99,16 @@ func parseArgs(args []string, getenv func(string) (string, bool)) (*opts, error)
 			o.Name, named = a, true
 			continue
 		}
-		// One flag, or a bundle of short ones; next hands out the
-		// following argument as a flag's value.
-		next := func(d *flagDef) (string, error) {
-			if i+1 >= len(args) {
-				return "", fmt.Errorf("--%s: expected %s value but got nothing", d.long, kindOf(d))
-			}
-			v := args[i+1]
-			if len(v) > 1 && v[0] == '-' {
-				what := "short flag"
-				if strings.HasPrefix(v, "--") {
-					what = "long flag"
-				}
-				return "", fmt.Errorf("--%s: expected %s value but got %q (%s); perhaps try --%s=%q?", d.long, kindOf(d), v, what, d.long, v)
-			}
-			i++
-			return v, nil
-		}
 		if strings.HasPrefix(a, "--") {
-			name, value, hasValue := strings.Cut(a[2:], "=")
-			d := longFlag(name)
-			if d == nil {
-				return nil, fmt.Errorf("unknown flag --%s", name)
-			}
-			var err error
-			switch {
-			case d.value == "" && hasValue:
-				err = o.setSwitch(d, value)
-			case d.value == "":
-				err = o.setSwitch(d, "true")
-			case hasValue:
-				err = o.setValue(d, value)
-			default:
-				if value, err = next(d); err == nil {
-					err = o.setValue(d, value)
-				}
-			}
+			d, err := r.long(o, a)
 			if err != nil {
 				return nil, err
 			}
 			given[d.long] = true
 			continue
 		}
-		for j := 1; j < len(a); j++ {
-			d := shortFlag(a[j])
-			if d == nil {
-				r, _ := utf8.DecodeRuneInString(a[j:])
-				return nil, fmt.Errorf("unknown flag -%c", r)
-			}
-			given[d.long] = true
-			if d.value == "" {
-				if err := o.setSwitch(d, "true"); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			value := a[j+1:] // -w5, -E75: the rest of the bundle
-			if value == "" {
-				var err error
-				if value, err = next(d); err != nil {
-					return nil, err
-				}
-			}
-			if err := o.setValue(d, value); err != nil {
-				return nil, err
-			}
-			break
+		if err := r.shorts(o, a, given); err != nil {
+			return nil, err
 		}
 	}
 	if o.show != "" {
@@ -175,6 +120,81 @@ func parseArgs(args []string, getenv func(string) (string, bool)) (*opts, error)
 		}
 	}
 	return o, nil
+}
+
+// argv is the arguments as parseArgs walks them; i is the one read.
+type argv struct {
+	args []string
+	i    int
+}
+
+// value hands out the argument after the current one as flag d's value.
+func (r *argv) value(d *flagDef) (string, error) {
+	if r.i+1 >= len(r.args) {
+		return "", fmt.Errorf("--%s: expected %s value but got nothing", d.long, kindOf(d))
+	}
+	v := r.args[r.i+1]
+	if len(v) > 1 && v[0] == '-' {
+		what := "short flag"
+		if strings.HasPrefix(v, "--") {
+			what = "long flag"
+		}
+		return "", fmt.Errorf("--%s: expected %s value but got %q (%s); perhaps try --%s=%q?", d.long, kindOf(d), v, what, d.long, v)
+	}
+	r.i++
+	return v, nil
+}
+
+// long reads the long flag a (--flag, --flag=VALUE, or --flag VALUE) into
+// o and returns its definition.
+func (r *argv) long(o *opts, a string) (*flagDef, error) {
+	name, value, hasValue := strings.Cut(a[2:], "=")
+	d := longFlag(name)
+	if d == nil {
+		return nil, fmt.Errorf("unknown flag --%s", name)
+	}
+	var err error
+	switch {
+	case d.value == "" && hasValue:
+		err = o.setSwitch(d, value)
+	case d.value == "":
+		err = o.setSwitch(d, "true")
+	case hasValue:
+		err = o.setValue(d, value)
+	default:
+		if value, err = r.value(d); err == nil {
+			err = o.setValue(d, value)
+		}
+	}
+	return d, err
+}
+
+// shorts reads the bundle of short flags a (-s, -sn, -w5, -w 5) into o,
+// each named in given.
+func (r *argv) shorts(o *opts, a string, given map[string]bool) error {
+	for j := 1; j < len(a); j++ {
+		d := shortFlag(a[j])
+		if d == nil {
+			c, _ := utf8.DecodeRuneInString(a[j:])
+			return fmt.Errorf("unknown flag -%c", c)
+		}
+		given[d.long] = true
+		if d.value == "" {
+			if err := o.setSwitch(d, "true"); err != nil {
+				return err
+			}
+			continue
+		}
+		value := a[j+1:] // -w5, -E75: the rest of the bundle
+		if value == "" {
+			var err error
+			if value, err = r.value(d); err != nil {
+				return err
+			}
+		}
+		return o.setValue(d, value)
+	}
+	return nil
 }
 
 // kindOf names a flag's value in an error, as kong did.
