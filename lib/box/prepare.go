@@ -58,65 +58,20 @@ var NewRunID = home.NewRunID
 // one configuration even if a file changes while it starts.
 func Prepare(ctx context.Context, r Request) (*Supervision, error) {
 	h := r.Home
-	spec := r.Spec
-	var err error
-	if spec == nil {
-		if spec, err = config.LoadWorker(h, r.Worker); err != nil {
-			return nil, err
-		}
-	}
-	org, err := config.LoadOrg(h)
+	part, err := openRun(r)
 	if err != nil {
 		return nil, err
 	}
-	if err := config.CheckWorkerWithOrg(spec, org); err != nil {
-		return nil, err
-	}
-	part, err := tms.Open(h, r.Worker, tms.Options{Org: org, Worker: spec})
-	if err != nil {
-		return nil, err
-	}
-	w := h.Worker(r.Worker)
+	spec, org := part.Spec, part.Org
 	sup := &Supervision{Part: part, Idle: spec.Idle, Kind: "adhoc", OnFailure: org.Notify.OnFailure, FinalOnly: org.Notify.FinalOnly, Home: h.Dir, Warnings: spec.Warnings}
-	run, channel := r.Run, ""
-	if r.Channel != nil {
-		channel = *r.Channel
+	run, channel, err := sup.runOf(ctx, r)
+	if err != nil {
+		return nil, err
 	}
-	if r.Dispatched() {
-		t, err := part.Get(ctx, r.Task)
-		if errors.Is(err, errs.ErrNotFound) {
-			t, err = part.Show(ctx, r.Task) // finished meanwhile: recorded canceled
-		}
-		if err != nil {
-			return nil, err
-		}
-		sup.Task = &t
-		channel, sup.Kind = t.Channel, t.Kind
-		sup.Ceiling, _ = part.RunCeiling(sup.Task, time.Now())
-		if sup.Live = liveFor(spec, org, sup.Task); sup.Live != nil {
-			// The session's whole life; each turn has the relay ceiling.
-			sup.Ceiling, sup.Idle = org.Ceilings.Live, 0
-		}
-	} else {
-		run = NewRunID(time.Now())
-		sup.Ceiling = org.Ceiling("adhoc")
-		if r.Ceiling != nil {
-			sup.Ceiling = *r.Ceiling
-		}
-	}
-	s := &Spec{
-		Worker: r.Worker, Run: run, Channel: channel,
-		UID: spec.UID, Command: spec.Command, Rootfs: spec.Rootfs, Network: spec.Network,
-		Memory: spec.Memory, Pids: spec.Pids, CPUs: spec.CPUs,
-		Store: w.Store(), Locks: w.Locks(), View: w.View(), Runs: w.Runs(), RunDir: w.Run(run),
-		Tools: map[string]string{},
-	}
+	s := boxSpec(r, spec, h.Worker(r.Worker), run, channel)
 	sup.Spec = s
 	if sup.Task != nil {
 		s.Task = sup.Task.ID
-	}
-	if len(r.Command) > 0 {
-		s.Command = r.Command
 	}
 	if s.Network == "gateway" {
 		s.Knowledge = knowledgeAccess(channel, sup.Task)
@@ -130,29 +85,14 @@ func Prepare(ctx context.Context, r Request) (*Supervision, error) {
 			return nil, err
 		}
 	}
-	passEnv := spec.PassEnv
-	if !r.Dispatched() {
-		passEnv = append(passEnv, "TERM") // ad-hoc runs have a terminal
-	}
-	for _, name := range passEnv {
-		if v, ok := os.LookupEnv(name); ok {
-			s.Env = append(s.Env, name+"="+v)
-		}
-	}
-	for _, cn := range spec.Connections {
-		s.Connections = append(s.Connections, Connection{Name: cn.Name, Path: cn.Path, At: cn.At, Mode: cn.Mode})
-	}
+	passEnv(s, spec, r.Dispatched())
 	if channel != "" {
+		w := h.Worker(r.Worker)
 		if s.ChannelStore, err = channelStore(w, channel, spec.UID); err != nil {
 			return nil, err
 		}
 		if s.ChannelLog, err = chat.LogForBox(w, channel); err != nil {
 			return nil, err
-		}
-	}
-	for _, t := range []string{"roster-task", "roster-lock", ReaperTool} {
-		if p, err := suite.Find(t); err == nil {
-			s.Tools[t] = p
 		}
 	}
 	sup.Briefing = BriefingInput{Worker: r.Worker, Role: spec.Role, Run: run, Task: sup.Task, Channel: channel, Clean: r.Clean, Repos: spec.Repos, Knowledge: s.Knowledge, Now: time.Now()}
@@ -169,6 +109,101 @@ func Prepare(ctx context.Context, r Request) (*Supervision, error) {
 	}
 	mark(ctx, "spec, org and partition read")
 	return sup, nil
+}
+
+// openRun reads the run's configuration, once: the worker's spec (unless
+// r carries it) and org.toml, checked against each other, and opens the
+// partition with them. Everything the run sets up takes them from the
+// partition.
+func openRun(r Request) (*tms.Partition, error) {
+	spec := r.Spec
+	if spec == nil {
+		var err error
+		if spec, err = config.LoadWorker(r.Home, r.Worker); err != nil {
+			return nil, err
+		}
+	}
+	org, err := config.LoadOrg(r.Home)
+	if err != nil {
+		return nil, err
+	}
+	if err := config.CheckWorkerWithOrg(spec, org); err != nil {
+		return nil, err
+	}
+	return tms.Open(r.Home, r.Worker, tms.Options{Org: org, Worker: spec})
+}
+
+// runOf sets what the run serves: for a dispatched run, its claimed task
+// (one finished meanwhile read as ended), the task's kind, channel and
+// ceiling, and a live session when the task's channel has one; for an
+// ad-hoc run, a new id and its ceiling (--ceiling, or org.toml's adhoc).
+// It returns the run's id and channel.
+func (sup *Supervision) runOf(ctx context.Context, r Request) (run, channel string, err error) {
+	part := sup.Part
+	if !r.Dispatched() {
+		sup.Ceiling = part.Org.Ceiling("adhoc")
+		if r.Ceiling != nil {
+			sup.Ceiling = *r.Ceiling
+		}
+		if r.Channel != nil {
+			channel = *r.Channel
+		}
+		return NewRunID(time.Now()), channel, nil
+	}
+	t, err := part.Get(ctx, r.Task)
+	if errors.Is(err, errs.ErrNotFound) {
+		t, err = part.Show(ctx, r.Task) // finished meanwhile: recorded canceled
+	}
+	if err != nil {
+		return "", "", err
+	}
+	sup.Task = &t
+	sup.Kind = t.Kind
+	sup.Ceiling, _ = part.RunCeiling(sup.Task, time.Now())
+	if sup.Live = liveFor(part.Spec, part.Org, sup.Task); sup.Live != nil {
+		// The session's whole life; each turn has the relay ceiling.
+		sup.Ceiling, sup.Idle = part.Org.Ceilings.Live, 0
+	}
+	return r.Run, t.Channel, nil
+}
+
+// boxSpec is the box of the run as the worker's spec describes it (r's
+// command instead of the spec's, if given), in the worker's folders w,
+// with its connections and the suite's tools found on the host.
+func boxSpec(r Request, spec *config.Worker, w home.Worker, run, channel string) *Spec {
+	s := &Spec{
+		Worker: r.Worker, Run: run, Channel: channel,
+		UID: spec.UID, Command: spec.Command, Rootfs: spec.Rootfs, Network: spec.Network,
+		Memory: spec.Memory, Pids: spec.Pids, CPUs: spec.CPUs,
+		Store: w.Store(), Locks: w.Locks(), View: w.View(), Runs: w.Runs(), RunDir: w.Run(run),
+		Tools: map[string]string{},
+	}
+	if len(r.Command) > 0 {
+		s.Command = r.Command
+	}
+	for _, cn := range spec.Connections {
+		s.Connections = append(s.Connections, Connection{Name: cn.Name, Path: cn.Path, At: cn.At, Mode: cn.Mode})
+	}
+	for _, t := range []string{"roster-task", "roster-lock", ReaperTool} {
+		if p, err := suite.Find(t); err == nil {
+			s.Tools[t] = p
+		}
+	}
+	return s
+}
+
+// passEnv adds to the box's environment the host's values of the spec's
+// pass_env (and TERM for an ad-hoc run, which has a terminal).
+func passEnv(s *Spec, spec *config.Worker, dispatched bool) {
+	names := spec.PassEnv
+	if !dispatched {
+		names = append(names, "TERM")
+	}
+	for _, name := range names {
+		if v, ok := os.LookupEnv(name); ok {
+			s.Env = append(s.Env, name+"="+v)
+		}
+	}
 }
 
 // Rename gives an ad-hoc run a new id (its first clashed with an existing
