@@ -15,6 +15,7 @@ import (
 	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
 	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/runs"
 )
 
 // RunCmd is `roster-box run`.
@@ -92,18 +93,8 @@ func (c *RunCmd) Run(g *cli.Globals, env *cli.Env) error {
 			sup.Terminal = f // the box gets a pty of its own
 		}
 	}
-	// The run folder is made exclusively, last, so a refused start leaves
-	// nothing behind: an existing run is never overwritten (exit 13); an
-	// ad-hoc id that clashes is replaced by a new one.
-	for i := 0; ; i++ {
-		err := box.CreateRunDir(sup.Spec.RunDir, dispatched)
-		if err == nil {
-			break
-		}
-		if dispatched || !errors.Is(err, errs.ErrConflict) || i >= 10 {
-			return err
-		}
-		sup.Rename(box.NewRunID(time.Now()))
+	if err := createRunDir(sup, dispatched); err != nil {
+		return err
 	}
 	box.TraceMark(ctx, "run folder")
 	sctx, stop := signal.NotifyContext(ctx, sigs...)
@@ -120,6 +111,30 @@ func (c *RunCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
+	return reportRun(env, rec, exit, run, dispatched)
+}
+
+// createRunDir makes the run folder, exclusively, last, so a refused
+// start leaves nothing behind: an existing run is never overwritten
+// (exit 13); an ad-hoc id that clashes is replaced by a new one.
+func createRunDir(sup *box.Supervision, dispatched bool) error {
+	for i := 0; ; i++ {
+		err := box.CreateRunDir(sup.Spec.RunDir, dispatched)
+		if err == nil {
+			return nil
+		}
+		if dispatched || !errors.Is(err, errs.ErrConflict) || i >= 10 {
+			return err
+		}
+		sup.Rename(box.NewRunID(time.Now()))
+	}
+}
+
+// reportRun says how run went on stderr (a failed on_failure hook; for
+// an ad-hoc run, a ceiling hit) and returns an ad-hoc run's exit status
+// as the command's. A dispatched run's record says how its box did: the
+// supervisor did its job.
+func reportRun(env *cli.Env, rec *runs.Record, exit box.Exit, run string, dispatched bool) error {
 	if n := rec.Notified; n != nil {
 		msg := fmt.Sprintf("roster-box: run %s: on_failure hook exited %d after %.1fs", run, n.Exit, n.Seconds)
 		if n.Error != "" {
