@@ -1,14 +1,10 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/roster-sh/roster/lib/cli"
-	"github.com/roster-sh/roster/lib/config"
-	"github.com/roster-sh/roster/lib/errs"
-	"github.com/roster-sh/roster/lib/repos"
+	"github.com/roster-sh/roster/lib/review"
 	"github.com/roster-sh/roster/lib/tms"
 )
 
@@ -39,12 +35,8 @@ func (c *GateShowCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if gate.Kind != tms.GateRepoPush || gate.Push == nil {
 		return nil
 	}
-	git, dir, _, err := gateRepo(g, p.Name, gate)
-	if err != nil {
-		return err
-	}
 	fmt.Fprintln(env.Stdout)
-	return git.Show(env.Ctx, dir, pushOf(gate), c.Patch, cli.NewPrintableWriter(env.Stdout))
+	return review.ShowPush(env.Ctx, p.Home, p.Name, gate, c.Patch, cli.NewPrintableWriter(env.Stdout))
 }
 
 // GateResolveCmd is `roster-task gate resolve`.
@@ -61,14 +53,7 @@ func (c *GateResolveCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if err != nil {
 		return err
 	}
-	decision, why := c.Decision, c.Why
-	var stale error
-	if gate, err := p.FindGate(env.Ctx, f.ID, c.Gate); err == nil && gate.Kind == tms.GateRepoPush && gate.Push != nil && gate.State == tms.GatePending {
-		if decision, why, stale, err = landOrDrop(g, env, p.Name, gate, decision, why); err != nil {
-			return err
-		}
-	}
-	cont, err := p.ResolveGate(env.Ctx, f.ID, c.Gate, decision, why)
+	cont, stale, err := review.Resolve(env.Ctx, p, f.ID, c.Gate, c.Decision, c.Why, tms.ByOwner)
 	if err != nil {
 		return err
 	}
@@ -76,57 +61,4 @@ func (c *GateResolveCmd) Run(g *cli.Globals, env *cli.Env) error {
 		fmt.Fprintln(env.Stdout, cont)
 	}
 	return stale
-}
-
-// landOrDrop carries out a decision on a held push: approve moves the
-// ref (fast-forward only; a ref that moved meanwhile turns the approval
-// into a denial saying why, and stale is the error to exit with), deny
-// drops the pending ref. Any other failure changes nothing.
-func landOrDrop(g *cli.Globals, env *cli.Env, worker string, gate *tms.Gate, decision, why string) (string, string, error, error) {
-	git, dir, lock, err := gateRepo(g, worker, gate)
-	if err != nil {
-		return "", "", nil, err
-	}
-	if decision == "deny" {
-		return decision, why, nil, git.Drop(env.Ctx, dir, pushOf(gate))
-	}
-	err = git.Land(env.Ctx, dir, lock, pushOf(gate))
-	if errors.Is(err, repos.ErrNotFastForward) {
-		stale := errs.WithHint(errs.New(errs.ErrConflict, "not landed: "+err.Error()), "the gate is recorded denied; the worker's continuation (wake_on_resolve) asks it to rebase")
-		_ = git.Drop(env.Ctx, dir, pushOf(gate))
-		return "deny", err.Error(), stale, nil
-	}
-	return decision, why, nil, err
-}
-
-// gateRepo finds the host repo a repo_push gate names, in its worker's
-// spec, and the hardened git to work on it.
-func gateRepo(g *cli.Globals, worker string, gate *tms.Gate) (*repos.Git, string, string, error) {
-	h, err := g.OpenHome()
-	if err != nil {
-		return nil, "", "", err
-	}
-	spec, err := config.LoadWorker(h, worker)
-	if err != nil {
-		return nil, "", "", err
-	}
-	var grant *config.Repo
-	for i := range spec.Repos {
-		if spec.Repos[i].Name == gate.Push.Repo {
-			grant = &spec.Repos[i]
-		}
-	}
-	if grant == nil || !grant.Host() {
-		return nil, "", "", errs.New(errs.ErrConflict, fmt.Sprintf("gate %s: worker %s has no host repo %q in its spec any more", gate.ID, worker, gate.Push.Repo))
-	}
-	bin, err := repos.Find()
-	if err != nil {
-		return nil, "", "", err
-	}
-	dir := filepath.Join(h.Worker(worker).Dir, "repos")
-	return &repos.Git{Bin: bin, Home: filepath.Join(dir, ".home")}, grant.Remote, filepath.Join(dir, grant.Name+".lock"), nil
-}
-
-func pushOf(g *tms.Gate) repos.GateRequest {
-	return repos.GateRequest{Repo: g.Push.Repo, Ref: g.Push.Ref, Old: g.Push.Old, New: g.Push.New, Pending: g.Push.Pending}
 }

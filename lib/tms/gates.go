@@ -23,6 +23,17 @@ func pendingGates(t *Task) int {
 // (the original's standing) is filed whose text carries every gate's
 // outcome. It returns the continuation's id, if one was filed.
 func (p *Partition) ResolveGate(ctx context.Context, id, gate, decision, why string) (string, error) {
+	return p.ResolveGateBy(ctx, id, gate, decision, why, ByOwner)
+}
+
+// ResolveGateBy is ResolveGate with the journal lines' `by` given: the
+// web console's decisions are an operator's too, journaled
+// "operator (web)" so that the journal tells where they were made
+// ("": owner).
+func (p *Partition) ResolveGateBy(ctx context.Context, id, gate, decision, why, by string) (string, error) {
+	if by == "" {
+		by = ByOwner
+	}
 	switch decision {
 	case "approve", GateApproved:
 		decision = GateApproved
@@ -56,12 +67,12 @@ func (p *Partition) ResolveGate(ctx context.Context, id, gate, decision, why str
 	task.Gates[gi].State = decision
 	task.Gates[gi].Why = why
 	task.Gates[gi].ResolvedAt = &now
-	if _, err := t.emit(Line{Event: EvGateResolved, Task: id, Gate: gate, Decision: decision, Reason: why, By: ByOwner, Records: []Record{taskRec(*task, false)}}, true); err != nil {
+	if _, err := t.emit(Line{Event: EvGateResolved, Task: id, Gate: gate, Decision: decision, Reason: why, By: by, Records: []Record{taskRec(*task, false)}}, true); err != nil {
 		return "", err
 	}
 	cont := ""
 	if task.State == NeedsReview && pendingGates(task) == 0 {
-		if cont, err = t.completeGated(id); err != nil {
+		if cont, err = t.completeGated(id, by); err != nil {
 			return "", err
 		}
 	}
@@ -71,9 +82,9 @@ func (p *Partition) ResolveGate(ctx context.Context, id, gate, decision, why str
 // completeGated completes needs-review task id whose last gate resolved,
 // filing the continuation if a gate asked to wake; it returns the
 // continuation's id, if any.
-func (t *txn) completeGated(id string) (string, error) {
+func (t *txn) completeGated(id, by string) (string, error) {
 	orig := cloneTask(*t.f.Task(id))
-	if _, err := t.finish(id, Completed, EvCompleted, orig.LastRun, ByOwner, ReasonLastGate, nil); err != nil {
+	if _, err := t.finish(id, Completed, EvCompleted, orig.LastRun, by, ReasonLastGate, nil); err != nil {
 		return "", err
 	}
 	return t.fileContinuation(orig)

@@ -373,7 +373,7 @@ func (t *txn) finishTornGate(last *Line) error {
 		if task == nil || task.State != NeedsReview || pendingGates(task) > 0 {
 			return nil
 		}
-		if _, err := t.completeGated(task.ID); err != nil {
+		if _, err := t.completeGated(task.ID, ByOwner); err != nil {
 			return err
 		}
 	case last.Event == EvCompleted && last.Reason == ReasonLastGate:
