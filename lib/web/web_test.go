@@ -1,0 +1,249 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/tms"
+	"github.com/roster-sh/roster/lib/web/webtest"
+)
+
+const testToken = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+const testHost = "console.test"
+
+var nextUID atomic.Int32
+
+type env struct {
+	t *testing.T
+	s *Server
+	b *webtest.Built
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("worker add gives folders to box uids: run as root")
+	}
+	b, err := webtest.Build(context.Background(), t.TempDir(), 293000+int(nextUID.Add(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Home: b.Home, Token: testToken, Hosts: []string{testHost}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, s: s, b: b}
+}
+
+// do sends a request as a logged-in browser on the console's host,
+// unless the options say otherwise.
+func (e *env) do(method, path string, form url.Values, opts ...func(*http.Request)) *httptest.ResponseRecorder {
+	e.t.Helper()
+	var r *http.Request
+	if form != nil {
+		r = httptest.NewRequest(method, path, strings.NewReader(form.Encode()))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	} else {
+		r = httptest.NewRequest(method, path, nil)
+	}
+	r.Host = testHost
+	r.AddCookie(&http.Cookie{Name: cookieName, Value: testToken})
+	for _, o := range opts {
+		o(r)
+	}
+	w := httptest.NewRecorder()
+	e.s.ServeHTTP(w, r)
+	return w
+}
+
+func noCookie(r *http.Request) { r.Header.Del("Cookie") }
+
+func (e *env) get(path string) string {
+	e.t.Helper()
+	w := e.do("GET", path, nil)
+	if w.Code != http.StatusOK {
+		e.t.Fatalf("GET %s: %d\n%s", path, w.Code, w.Body)
+	}
+	return w.Body.String()
+}
+
+// assertEscaped fails if a hostile string reached the page as markup.
+func assertEscaped(t *testing.T, page, what string) {
+	t.Helper()
+	for _, bad := range []string{"<script>alert", "<img src=x", "<b>bold?</b>"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("%s: %q reached the page unescaped", what, bad)
+		}
+	}
+}
+
+func TestRequestWithoutTokenIsRefused(t *testing.T) {
+	e := newEnv(t)
+	for _, path := range []string{"/", "/w/dobby", "/r/" + e.b.Run, "/gates", "/usage", "/chat", "/static/style.css"} {
+		w := e.do("GET", path, nil, noCookie)
+		if w.Code != http.StatusUnauthorized || strings.Contains(w.Body.String(), "dobby") {
+			t.Errorf("GET %s without the token: %d; want 401 and nothing of the tree\n%s", path, w.Code, w.Body)
+		}
+	}
+	w := e.do("GET", "/", nil, func(r *http.Request) {
+		r.Header.Del("Cookie")
+		r.AddCookie(&http.Cookie{Name: cookieName, Value: strings.Repeat("f", 64)})
+	})
+	if w.Code != http.StatusUnauthorized {
+		t.Errorf("a wrong token: %d; want 401", w.Code)
+	}
+}
+
+func TestForeignHostHeaderIsRefused(t *testing.T) {
+	e := newEnv(t)
+	w := e.do("GET", "/", nil, func(r *http.Request) { r.Host = "attacker.example:8790" })
+	if w.Code != http.StatusMisdirectedRequest || strings.Contains(w.Body.String(), "dobby") {
+		t.Fatalf("a foreign Host: %d; want 421\n%s", w.Code, w.Body)
+	}
+}
+
+func TestPostWithoutCSRFTokenIsRefused(t *testing.T) {
+	e := newEnv(t)
+	for _, form := range []url.Values{{}, {"csrf": {"nope"}}} {
+		w := e.do("POST", "/w/kreacher/resume", form)
+		if w.Code != http.StatusForbidden {
+			t.Errorf("POST with csrf %q: %d; want 403", form.Get("csrf"), w.Code)
+		}
+	}
+	w := e.do("POST", "/w/kreacher/resume", url.Values{"csrf": {e.s.csrf}}, func(r *http.Request) { r.Header.Set("Origin", "http://attacker.example") })
+	if w.Code != http.StatusForbidden {
+		t.Errorf("POST from another origin: %d; want 403", w.Code)
+	}
+	if spec, _ := config.LoadWorker(e.b.Home, "kreacher"); !spec.Paused {
+		t.Fatal("a refused write changed the spec")
+	}
+}
+
+func TestLoginCodeWorksOnceAndSetsAStrictCookie(t *testing.T) {
+	e := newEnv(t)
+	code := e.s.LoginCode()
+	w := e.do("GET", "/login?code="+code, nil, noCookie)
+	if w.Code != http.StatusSeeOther {
+		t.Fatalf("login: %d; want 303", w.Code)
+	}
+	c := w.Result().Cookies()
+	if len(c) != 1 || c[0].Value != testToken || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode {
+		t.Fatalf("cookie %+v; want the token, HttpOnly, SameSite=Strict", c)
+	}
+	if w := e.do("GET", "/login?code="+code, nil, noCookie); w.Code != http.StatusUnauthorized {
+		t.Fatalf("the code used again: %d; want 401", w.Code)
+	}
+	w = e.do("POST", "/login", url.Values{"token": {testToken}}, noCookie)
+	if w.Code != http.StatusSeeOther {
+		t.Fatalf("login with the token: %d; want 303", w.Code)
+	}
+}
+
+func TestEveryPageRendersAndEscapesBoxText(t *testing.T) {
+	e := newEnv(t)
+	pages := map[string][]string{
+		"/":                                    {"dobby", "kreacher", "paused", "1 to review"},
+		"/w/dobby":                             {e.b.HostileID, "nightly", "02:30", e.b.Run, "&lt;script&gt;"},
+		"/r/" + e.b.Run:                        {"needs-review", "host_denied", "evil.example", "&lt;img src=x", "notes/", "class=\"refused\""},
+		"/gates":                               {e.b.GateTask, "g1", "push branch docs-topics"},
+		"/gates/dobby/" + e.b.GateTask + "/g1": {"approve", "&lt;script&gt;"},
+		"/usage":                               {"<svg", "dobby", "test-model", "$0.00"},
+		"/chat":                                {"desk:alice"},
+		"/chat/dobby?channel=desk%3Aalice":     {"alice", "reply", "&lt;script&gt;"},
+	}
+	for path, want := range pages {
+		body := e.get(path)
+		for _, s := range want {
+			if !strings.Contains(body, s) {
+				t.Errorf("GET %s: no %q in the page", path, s)
+			}
+		}
+		assertEscaped(t, body, path)
+	}
+	w := e.do("GET", "/", nil)
+	if csp := w.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "default-src 'none'") {
+		t.Errorf("Content-Security-Policy %q", csp)
+	}
+}
+
+func TestGateApprovedFromTheWebIsJournaledByOperatorWeb(t *testing.T) {
+	e := newEnv(t)
+	w := e.do("POST", "/gates/dobby/"+e.b.GateTask+"/g1", url.Values{"csrf": {e.s.csrf}, "decision": {"approve"}, "why": {"looks right"}})
+	if w.Code != http.StatusSeeOther {
+		t.Fatalf("approve: %d\n%s", w.Code, w.Body)
+	}
+	p, _ := tms.Open(e.b.Home, "dobby", tms.Options{})
+	lines, err := p.Journal(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resolved, completed bool
+	for _, l := range lines {
+		if l.Event == tms.EvGateResolved && l.Task == e.b.GateTask && l.By == By && l.Decision == tms.GateApproved {
+			resolved = true
+		}
+		if l.Event == tms.EvCompleted && l.Task == e.b.GateTask && l.By == By {
+			completed = true
+		}
+	}
+	if !resolved || !completed {
+		t.Fatalf("journal: gate-resolved by %q %v, completed %v", By, resolved, completed)
+	}
+	if w := e.do("POST", "/gates/dobby/"+e.b.GateTask+"/g1", url.Values{"csrf": {e.s.csrf}, "decision": {"deny"}}); w.Code == http.StatusSeeOther {
+		t.Fatal("a decided gate was decided again")
+	}
+}
+
+func TestPauseResumeAndRequeueAreTheCLIsWrites(t *testing.T) {
+	e := newEnv(t)
+	if w := e.do("POST", "/w/kreacher/resume", url.Values{"csrf": {e.s.csrf}}); w.Code != http.StatusSeeOther {
+		t.Fatalf("resume: %d\n%s", w.Code, w.Body)
+	}
+	if spec, _ := config.LoadWorker(e.b.Home, "kreacher"); spec.Paused {
+		t.Fatal("resume left the worker paused")
+	}
+	if w := e.do("POST", "/w/dobby/requeue", url.Values{"csrf": {e.s.csrf}, "task": {e.b.GateTask}}); w.Code != http.StatusSeeOther {
+		t.Fatalf("requeue: %d\n%s", w.Code, w.Body)
+	}
+	p, _ := tms.Open(e.b.Home, "dobby", tms.Options{})
+	task, err := p.Get(context.Background(), e.b.GateTask)
+	if err != nil || task.State != tms.Pending {
+		t.Fatalf("requeued task: %+v %v; want pending", task.State, err)
+	}
+	lines, _ := p.Journal(0)
+	if l := lines[len(lines)-1]; l.Event != tms.EvRequeued || l.By != By {
+		t.Fatalf("last journal line %s by %q; want requeued by %q", l.Event, l.By, By)
+	}
+}
+
+// Principle 4: a partition that cannot be read is shown as an error on
+// its row, the other workers are shown, and the file is left as it is.
+func TestUnreadableTasksAreShownNotRepaired(t *testing.T) {
+	e := newEnv(t)
+	path := e.b.Home.Worker("kreacher").TasksFile()
+	if err := os.MkdirAll(e.b.Home.Worker("kreacher").Tasks(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	bad := []byte(`{"format": 99}`)
+	if err := os.WriteFile(path, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	body := e.get("/")
+	if !strings.Contains(body, "unreadable") || !strings.Contains(body, "format 99") || !strings.Contains(body, "/w/dobby") {
+		t.Fatalf("overview with a bad partition:\n%s", body)
+	}
+	if w := e.do("GET", "/w/kreacher", nil); w.Code != http.StatusUnprocessableEntity {
+		t.Errorf("worker page of a bad partition: %d; want 422", w.Code)
+	}
+	if got, _ := os.ReadFile(path); string(got) != string(bad) {
+		t.Fatalf("tasks.json was rewritten: %s", got)
+	}
+}

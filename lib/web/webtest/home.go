@@ -1,0 +1,168 @@
+// Package webtest builds a real home for the web console's tests and
+// benchmark, through the libraries the command line writes with: `roster
+// init` and `worker add` (config), tasks, templates, claims, a box's
+// proposal and the host's attestation (tms), run records (runs), a
+// conversation's log (chat). Nothing is mocked; only the runs' files are
+// written as a supervisor would leave them, since no box runs here.
+package webtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/roster-sh/roster/lib/chat"
+	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/fsx"
+	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/outbox"
+	"github.com/roster-sh/roster/lib/runs"
+	"github.com/roster-sh/roster/lib/tms"
+)
+
+// Hostile is text a box or a chat could write, which the console must
+// show as text: a script element, an image whose error handler runs
+// script, and an attribute-breaking quote.
+const Hostile = `<script>alert("xss-script")</script><img src=x onerror="alert('xss-img')">"'><b>bold?</b>`
+
+// Built is what Build made, for the tests to look for.
+type Built struct {
+	Home      home.Home
+	Worker    string // the worker with the gate, the runs and the chat
+	Other     string // a second, paused worker
+	HostileID string // a pending task whose text is Hostile
+	GateTask  string // the needs-review task with pending gate g1
+	Run       string // the run that proposed the gate: transcript, ledger, changes
+	Channel   string // the conversation
+}
+
+// Build makes a home in dir: org.toml with a price, two workers (dobby,
+// and kreacher paused), a hostile pending task, a template, a run that
+// proposed a gate and ended (so its task needs review), its transcript,
+// ledger (one refusal) and change list, and a conversation.
+func Build(ctx context.Context, dir string, uid int) (*Built, error) {
+	h, err := home.At(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.InitData(); err != nil {
+		return nil, err
+	}
+	org := config.DefaultOrgTOML + "\n[gateway.prices.\"test-model\"]\ninput = 3.0\noutput = 15.0\n"
+	if err := fsx.WriteNew(h.OrgFile(), []byte(org), 0o644); err != nil {
+		return nil, err
+	}
+	b := &Built{Home: h, Worker: "dobby", Other: "kreacher", Channel: "desk:alice"}
+	for i, n := range []string{b.Worker, b.Other} {
+		if _, err := config.AddWorker(ctx, h, config.NewWorker{Name: n, Command: []string{"/bin/true"}, Heartbeat: "off", UID: uid + i}); err != nil {
+			return nil, fmt.Errorf("worker add %s: %w", n, err)
+		}
+	}
+	if err := config.SetPaused(h, b.Other, true); err != nil {
+		return nil, err
+	}
+	p, err := tms.Open(h, b.Worker, tms.Options{})
+	if err != nil {
+		return nil, err
+	}
+	t, err := p.Add(ctx, tms.NewTask{Text: "tidy the docs " + Hostile})
+	if err != nil {
+		return nil, err
+	}
+	b.HostileID = t.ID
+	if _, err := p.AddTemplate(ctx, tms.NewTemplate{ID: "nightly", Cron: "30 2 * * *", Text: "nightly sweep"}); err != nil {
+		return nil, err
+	}
+	if err := b.gatedRun(ctx, p); err != nil {
+		return nil, err
+	}
+	return b, b.conversation(ctx)
+}
+
+// gatedRun claims a task, writes its run as a supervisor would, proposes
+// a gate from the "box" and attests the run: the task needs review.
+func (b *Built) gatedRun(ctx context.Context, p *tms.Partition) error {
+	t, err := p.Add(ctx, tms.NewTask{Text: "push the docs branch"})
+	if err != nil {
+		return err
+	}
+	b.GateTask = t.ID
+	start := time.Now().Add(-10 * time.Minute).UTC().Truncate(time.Second)
+	b.Run = home.NewRunID(start)
+	if _, err := p.Claim(ctx, t.ID, b.Run); err != nil {
+		return err
+	}
+	dir := b.Home.Worker(b.Worker).Run(b.Run)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if _, err := p.ApplyAction(ctx, b.Run, t.ID, tms.Action{N: 1, Kind: outbox.KindPropose, Text: "push branch docs-topics " + Hostile}); err != nil {
+		return err
+	}
+	ev := runs.Evidence{Exit: 0, Report: "complete"}
+	verdict, err := p.Attest(ctx, t.ID, b.Run, ev)
+	if err != nil {
+		return err
+	}
+	ended := start.Add(5 * time.Minute)
+	exit, usd := 0, 0.0123
+	rec := &runs.Record{Format: 1, ID: b.Run, Worker: b.Worker, Task: t.ID, Kind: tms.KindFiled, Standing: tms.Owner,
+		StartedAt: start, EndedAt: &ended, Ended: "done", ExitCode: &exit, Report: runs.Report{Status: "complete", Text: "done " + Hostile},
+		Attested: verdict, Evidence: &ev, Ceiling: "30m", Snapshot: "unchanged",
+		Cost:    runs.Cost{WallSeconds: 300, CPUSeconds: 12, ModelCalls: 2, InputTokens: 1200, OutputTokens: 300, USD: &usd},
+		Actions: []runs.ActionRecord{{N: 1, Kind: "propose", Outcome: "ok", Gate: "g1"}},
+		Gateway: &runs.GatewaySummary{Requests: 3, Refused: 1, Refusals: map[string]int{runs.RefuseHostDenied: 1}}}
+	if err := runs.WriteRecord(dir, rec); err != nil {
+		return err
+	}
+	transcript := "starting\n" + Hostile + "\nthe end\n"
+	if err := os.WriteFile(home.Transcript(dir), []byte(transcript), 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(home.StoreChanges(dir), []byte("M notes/"+Hostile+".md\n"), 0o600); err != nil {
+		return err
+	}
+	return writeLedger(dir, start)
+}
+
+func writeLedger(dir string, at time.Time) error {
+	cost := 0.0123
+	lines := []runs.LedgerEntry{
+		{Seq: 1, At: at, Kind: "model", Provider: "test", Method: "POST", Host: "api.example", Path: "/v1/messages", Decision: "allowed",
+			Status: 200, Model: "test-model", InputTokens: 1200, OutputTokens: 300, CostUSD: &cost},
+		{Seq: 2, At: at.Add(time.Second), Kind: "connect", Method: "CONNECT", Host: "evil.example", Port: 443, Decision: "refused",
+			Refusal: runs.RefuseHostDenied, Status: 403},
+	}
+	f, err := os.Create(runs.GatewayLedger(dir))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	enc := json.NewEncoder(f)
+	for _, l := range lines {
+		if err := enc.Encode(l); err != nil {
+			return err
+		}
+	}
+	return f.Sync()
+}
+
+// conversation logs an inbound message and a reply, both hostile text.
+func (b *Built) conversation(ctx context.Context) error {
+	rec, err := chat.Open(b.Home.Worker(b.Worker), b.Channel)
+	if err != nil {
+		return err
+	}
+	_, err = rec.Append(ctx,
+		chat.Line{Dir: "in", From: "alice", Verified: true, Text: "hi " + Hostile, State: chat.Received},
+		chat.Line{Dir: "out", By: "run", Text: "reply " + Hostile, State: chat.Sent, Ref: "r1"})
+	return err
+}
+
+// Path is a file of the built home.
+func (b *Built) Path(parts ...string) string {
+	return filepath.Join(append([]string{b.Home.Dir}, parts...)...)
+}
