@@ -26,7 +26,7 @@ BOX_TAGS    := seccomp netgo osusergo
 BOX_LDFLAGS := -linkmode external -extldflags -static
 # Debian packages the build, the tests and the benchmarks need.
 BUILD_DEBS := gcc libseccomp-dev
-TEST_DEBS  := $(BUILD_DEBS) groff-base rsync util-linux git prosody ngircd python3
+TEST_DEBS  := $(BUILD_DEBS) groff-base rsync util-linux git prosody ngircd python3 chromium
 BENCH_DEBS := $(TEST_DEBS) runc bubblewrap hyperfine
 # The real agent CLIs the tests and the demo run in boxes, from the npm
 # registry into the host's /usr (boxes mount it read-only, node included:

@@ -6,6 +6,8 @@ toolchain go1.27.3
 
 require (
 	github.com/alecthomas/kong v1.17.0
+	github.com/chromedp/cdproto v0.160.1
+	github.com/chromedp/chromedp v0.23.1
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/google/renameio/v2 v2.0.2
 	github.com/opencontainers/cgroups v0.1.0
@@ -17,6 +19,8 @@ require (
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.45.0
 )
+
+require github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 
 require (
 	cyphar.com/go-pathrs v0.2.6 // indirect

@@ -48,6 +48,7 @@ var routes = []route{
 	{[]string{"server", "start"}, "dispatch", nil, "run the dispatch loop"},
 	{[]string{"server", "runs"}, "runs", nil, "roster-runs VERB ...: the run records"},
 	{[]string{"chat"}, "chat", nil, "roster-chat VERB ...: chat accounts, conversations, pairing"},
+	{[]string{"web"}, "web", []string{"serve"}, "the web console: prints a login URL, serves until stopped"},
 	{[]string{"connection", "ls"}, "box", []string{"connections"}, "the folders a worker's boxes are given"},
 	{[]string{"lock"}, "lock", nil, "run a command under a named lock on a store"},
 	{[]string{"key"}, "task", []string{"key"}, "model keys: put one in the vault from stdin, list the source each provider uses"},

@@ -121,7 +121,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Content-Security-Policy", csp)
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("X-Frame-Options", "DENY")
-	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("Referrer-Policy", "same-origin") // no-referrer would make a form's Origin "null"
 	hd.Set("Cache-Control", "no-store")
 	if !s.hostAllowed(r.Host) {
 		http.Error(w, "roster-web: host "+r.Host+" is not one this console serves (DNS rebinding is refused)", http.StatusMisdirectedRequest)

@@ -166,3 +166,54 @@ func (b *Built) conversation(ctx context.Context) error {
 func (b *Built) Path(parts ...string) string {
 	return filepath.Join(append([]string{b.Home.Dir}, parts...)...)
 }
+
+// LiveRun makes an ad-hoc run of the worker whose supervisor is the
+// calling process (its box.json names this process), with a transcript
+// begun, and returns its id: the console takes it for live until End.
+func (b *Built) LiveRun() (string, error) {
+	now := time.Now().UTC().Truncate(time.Second)
+	id := home.NewRunID(now)
+	dir := b.Home.Worker(b.Worker).Run(id)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	info, err := runs.SelfBoxInfo(b.Worker, id, "", now)
+	if err != nil {
+		return "", err
+	}
+	if err := runs.WriteBoxInfo(dir, info); err != nil {
+		return "", err
+	}
+	rec := &runs.Record{Format: 1, ID: id, Worker: b.Worker, Kind: "adhoc", StartedAt: now}
+	if err := runs.WriteRecord(dir, rec); err != nil {
+		return "", err
+	}
+	return id, os.WriteFile(home.Transcript(dir), []byte("live run begins\n"), 0o600)
+}
+
+// AppendTranscript appends text to a run's transcript, as its box's
+// output would be.
+func (b *Built) AppendTranscript(run, text string) error {
+	f, err := os.OpenFile(home.Transcript(b.Home.Worker(b.Worker).Run(run)), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// End records the live run's end, as its supervisor would.
+func (b *Built) End(run string) error {
+	dir := b.Home.Worker(b.Worker).Run(run)
+	r, err := runs.ReadRecord(dir)
+	if err != nil {
+		return err
+	}
+	at := time.Now().UTC()
+	exit := 0
+	r.EndedAt, r.Ended, r.ExitCode = &at, "done", &exit
+	return runs.WriteRecord(dir, r)
+}
