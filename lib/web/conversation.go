@@ -1,65 +1,101 @@
 package web
 
 import (
-	"bufio"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
+
+	"github.com/roster-sh/roster/lib/transcript"
 )
 
-// entry is one piece of a run's conversation as the run page renders it:
-// Kind "user", "assistant", "tool_call", "tool_result", "error", "note"
-// or "raw" (a line as it is).
+// entry is one step of a run's conversation as the run page renders it:
+// lib/transcript's entry (user, assistant, thinking, tool_call,
+// tool_result, error, note, or raw: a line as it came), its long parts
+// cut as `roster-runs log` cuts them.
 type entry struct {
 	Kind    string `json:"kind"`
+	Label   string `json:"label,omitempty"` // "user", "tool read", "failed bash", ...; "" for raw lines
 	Text    string `json:"text,omitempty"`
-	Tool    string `json:"tool,omitempty"`
 	Args    string `json:"args,omitempty"`
 	IsError bool   `json:"is_error,omitempty"`
 }
 
-// maxRawLine bounds one raw line held in memory; the rest of a longer
-// line is said, not kept.
-const maxRawLine = 64 << 10
+// How much of a long entry the page shows; `roster-runs log --json`
+// prints every entry whole.
+const (
+	maxShown    = 16 << 10 // a prompt, an assistant's text, a tool's result
+	maxThinking = 4 << 10
+	maxArgs     = 2 << 10
+)
 
-// eachEntry calls fn for every entry of transcript r, in order, holding
-// one line at a time. Until lib/transcript reads agents' event streams,
-// every line is a raw entry (agent is not used yet).
+// briefingStart is how roster's briefing begins (lib/box writes it): a
+// run's first prompt is shown by its title alone.
+const briefingStart = "# Briefing for "
+
+// eachEntry calls fn for every entry of transcript r, in order, as
+// lib/transcript reads it: one line at a time, never the file whole.
 func eachEntry(r io.Reader, agent string, fn func(entry) error) error {
-	_ = agent
-	br := bufio.NewReaderSize(r, maxRawLine)
+	tr := transcript.NewReader(r, agent)
 	for {
-		line, err := br.ReadSlice('\n')
-		long := errors.Is(err, bufio.ErrBufferFull)
-		text := string(trimNL(line))
-		skipped := 0
-		for errors.Is(err, bufio.ErrBufferFull) {
-			var more []byte
-			more, err = br.ReadSlice('\n')
-			skipped += len(more)
-		}
-		if long {
-			text += " … (" + compact(int64(skipped)) + " more bytes of this line not shown)"
-		}
-		if len(line) > 0 {
-			if ferr := fn(entry{Kind: "raw", Text: text}); ferr != nil {
-				return ferr
-			}
-		}
+		e, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
+		if err := fn(shown(e)); err != nil {
+			return err
+		}
 	}
 }
 
-func trimNL(b []byte) []byte {
-	if n := len(b); n > 0 && b[n-1] == '\n' {
-		b = b[:n-1]
+// shown is e as the page shows it.
+func shown(e transcript.Entry) entry {
+	out := entry{Kind: e.Kind, Text: e.Text, IsError: e.IsError, Label: e.Kind}
+	tool := e.Tool
+	if tool == "" {
+		tool = "?"
 	}
-	if n := len(b); n > 0 && b[n-1] == '\r' {
-		b = b[:n-1]
+	switch e.Kind {
+	case transcript.Raw:
+		out.Label = ""
+	case transcript.User:
+		if strings.HasPrefix(e.Text, briefingStart) {
+			title, rest, _ := strings.Cut(e.Text, "\n")
+			out.Text = fmt.Sprintf("%s\n… [the briefing, %d more bytes; roster-runs context RUN prints it]", title, len(rest))
+		} else {
+			out.Text = cut(e.Text, maxShown)
+		}
+	case transcript.Thinking:
+		out.Text = cut(e.Text, maxThinking)
+	case transcript.ToolCall:
+		out.Label = "tool " + tool
+		out.Args = cut(e.Args, maxArgs)
+	case transcript.ToolResult:
+		out.Label = "result " + tool
+		if e.IsError {
+			out.Label = "failed " + tool
+		}
+		out.Text = cut(e.Text, maxShown)
+	default:
+		out.Text = cut(e.Text, maxShown)
 	}
-	return b
+	return out
 }
+
+// cut keeps the first n bytes of s (on a rune boundary) and says how
+// many more there were.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8Start(s[i]) {
+		i--
+	}
+	return s[:i] + fmt.Sprintf("\n… [%d more bytes; roster-runs log --json prints it whole]", len(s)-i)
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

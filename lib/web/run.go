@@ -276,6 +276,11 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// maxLiveLine bounds one line the live view decodes as an agent event;
+// a longer one arrives in pieces, each shown as a raw line (the page,
+// reloaded, renders it whole).
+const maxLiveLine = 1 << 20
+
 // tail reads a transcript from off, complete lines only (the rest waits
 // for its newline, or the run's end).
 type tail struct {
@@ -304,7 +309,7 @@ func (t *tail) send(w io.Writer, agent string, over bool) error {
 	if _, err := t.f.Seek(t.off, io.SeekStart); err != nil {
 		return err
 	}
-	br := bufio.NewReaderSize(t.f, maxRawLine)
+	br := bufio.NewReaderSize(t.f, maxLiveLine)
 	for sent := 0; sent < 1<<20; {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) || (errors.Is(err, io.EOF) && over && len(line) > 0) {

@@ -152,7 +152,7 @@ func TestEveryPageRendersAndEscapesBoxText(t *testing.T) {
 	pages := map[string][]string{
 		"/":                                    {"dobby", "kreacher", "paused", "1 to review"},
 		"/w/dobby":                             {e.b.HostileID, "nightly", "02:30", e.b.Run, "&lt;script&gt;"},
-		"/r/" + e.b.Run:                        {"needs-review", "host_denied", "evil.example", "&lt;img src=x", "notes/", "class=\"refused\""},
+		"/r/" + e.b.Run:                        {"needs-review", "host_denied", "evil.example", "&lt;img src=x", "notes/", "class=\"refused\"", "e-assistant", "[tool read]", "[result read]", "I will look at the notes"},
 		"/gates":                               {e.b.GateTask, "g1", "push branch docs-topics"},
 		"/gates/dobby/" + e.b.GateTask + "/g1": {"approve", "&lt;script&gt;"},
 		"/usage":                               {"<svg", "dobby", "test-model", "$0.00"},

@@ -10,10 +10,10 @@ document.addEventListener("DOMContentLoaded", function () {
     var e = JSON.parse(ev.data);
     var div = document.createElement("div");
     div.className = "e e-" + String(e.kind).replace(/[^a-z_]/g, "") + (e.is_error ? " e-error" : "");
-    if (e.tool) {
+    if (e.label) {
       var t = document.createElement("span");
       t.className = "tool";
-      t.textContent = e.tool + " ";
+      t.textContent = "[" + e.label + "] ";
       div.appendChild(t);
     }
     if (e.args) {

@@ -118,14 +118,36 @@ func (b *Built) gatedRun(ctx context.Context, p *tms.Partition) error {
 	if err := runs.WriteRecord(dir, rec); err != nil {
 		return err
 	}
-	transcript := "starting\n" + Hostile + "\nthe end\n"
-	if err := os.WriteFile(home.Transcript(dir), []byte(transcript), 0o600); err != nil {
+	rec.Agent = &runs.AgentRecord{Name: "pi", Turns: 1}
+	if err := runs.WriteRecord(dir, rec); err != nil {
+		return err
+	}
+	if err := os.WriteFile(home.Transcript(dir), piTranscript(), 0o600); err != nil {
 		return err
 	}
 	if err := os.WriteFile(home.StoreChanges(dir), []byte("M notes/"+Hostile+".md\n"), 0o600); err != nil {
 		return err
 	}
 	return writeLedger(dir, start)
+}
+
+// piTranscript is a pi run's events (--mode json): the prompt, the
+// model's text and a tool call, the tool's result, every one holding
+// Hostile; and a line of stderr.
+func piTranscript() []byte {
+	msg := func(m map[string]any) string {
+		b, _ := json.Marshal(map[string]any{"type": "message_end", "message": m})
+		return string(b) + "\n"
+	}
+	text := func(s string) []map[string]any { return []map[string]any{{"type": "text", "text": s}} }
+	return []byte("pi starting\n" +
+		msg(map[string]any{"role": "user", "content": text("tidy the docs " + Hostile)}) +
+		msg(map[string]any{"role": "assistant", "content": []map[string]any{
+			{"type": "text", "text": "I will look at the notes " + Hostile},
+			{"type": "toolCall", "id": "c1", "name": "read", "arguments": map[string]string{"path": "notes/" + Hostile}},
+		}}) +
+		msg(map[string]any{"role": "toolResult", "toolCallId": "c1", "toolName": "read", "content": text("file body " + Hostile)}) +
+		Hostile + "\n")
 }
 
 func writeLedger(dir string, at time.Time) error {
