@@ -47,10 +47,6 @@ func (r workerRow) USD() float64 {
 	return *r.Today.USD
 }
 
-// recentLive is how far back a run without a claim (ad hoc) is looked at
-// for a live box; a claimed one is always looked at.
-const recentLive = 24 * time.Hour
-
 // Overview reads every worker's row (in parallel: at 100 workers the
 // folder reads are the time).
 func Overview(ctx context.Context, h home.Home, now time.Time) ([]workerRow, *config.Org, error) {
@@ -105,7 +101,6 @@ func overviewRow(ctx context.Context, h home.Home, org *config.Org, name string,
 			r.Review++
 		}
 	}
-	r.Live = liveRuns(h.Worker(name), claims, now)
 	start, _ := runs.LocalDay(now, org.Zone())
 	today, _, err := runs.WorkerUsage(h.Worker(name), start, now)
 	if err != nil {
@@ -114,32 +109,28 @@ func overviewRow(ctx context.Context, h home.Home, org *config.Org, name string,
 	}
 	rates := ratesOf(org)
 	for i := range today {
+		if today[i].Live {
+			claims = append(claims, today[i].ID) // not ended: an ad-hoc box may be live
+		}
 		runs.Reprice(&today[i], rates)
 		addUse(&r.Today, today[i].ModelUse)
 		r.Box += time.Duration(today[i].WallSeconds * float64(time.Second))
 	}
 	r.Runs = len(today)
+	r.Live = liveOf(h.Worker(name), claims)
 	return r
 }
 
-// liveRuns is the runs of w whose supervisor is alive: the claimed ones,
-// and any started within recentLive (ad-hoc runs have no claim). Only
-// their box.json is read, never the other runs'.
-func liveRuns(w home.Worker, claims []string, now time.Time) []string {
-	look := map[string]bool{}
-	for _, c := range claims {
-		look[c] = true
-	}
-	ids, _ := runs.IDs(w)
-	for i := len(ids) - 1; i >= 0; i-- {
-		t, err := home.RunTime(ids[i])
-		if err != nil || t.Before(now.Add(-recentLive)) {
-			break // ids sort in start order
-		}
-		look[ids[i]] = true
-	}
+// liveOf is the runs among ids whose supervisor is alive (box.json read,
+// nothing else).
+func liveOf(w home.Worker, ids []string) []string {
 	var live []string
-	for id := range look {
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
 		if b, err := runs.ReadBoxInfo(w.Run(id)); err == nil && b.Alive() {
 			live = append(live, id)
 		}

@@ -103,7 +103,12 @@ func (s *Server) workerData(ctx context.Context, name string) (*workerData, erro
 			claims = append(claims, e.Claim.Run)
 		}
 	}
-	d.Live = liveRuns(h.Worker(name), claims, now)
+	for _, e := range list {
+		if e.Record == nil || e.Record.Ended == "" {
+			claims = append(claims, e.ID) // not ended: an ad-hoc box may be live
+		}
+	}
+	d.Live = liveOf(h.Worker(name), claims)
 	d.Snaps, err = snap.List(ctx, h.Worker(name), snap.Options{Keep: p.Org.Storage.Snapshots, Daily: p.Org.Storage.Daily,
 		Zone: zone, UndoDays: p.Org.Storage.UndoDays})
 	if err != nil {
