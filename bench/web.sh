@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# bench/web.sh — the web console's overview (issue 29, goal 5: <= 100 ms
+# for 100 workers with 100,000 runs): the page served whole, every
+# worker's row read and rendered, on a home built by lib/web/webtest
+# (100 workers, 1,000 runs each over 100 days). Report only. Needs root
+# (worker add). ROSTER_WEB_BENCH_WORKERS / _RUNS change the size.
+#
+# Figures (2 cores, shared with other work):
+#   2026-12-07, load 4: 204 ms a page. Of its CPU, two listings of each
+#     worker's runs/ (1,000 entries) are most: tms's budget measure
+#     (proactive box time today) and the usage index's look for runs
+#     without a row; a run.json is read only for today's runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.3}
+go test -tags seccomp -run '^$' -bench BenchmarkOverview100Workers100kRuns -benchtime 10x ./lib/web/ | grep -E 'Benchmark|ok|FAIL'
