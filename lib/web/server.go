@@ -213,7 +213,11 @@ func LoopbackHosts(addr string) []string {
 	}
 	out := []string{net.JoinHostPort(host, port)}
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() || host == "localhost" {
-		out = append(out, "localhost:"+port, "127.0.0.1:"+port, "[::1]:"+port)
+		for _, h := range []string{"localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port} {
+			if h != out[0] {
+				out = append(out, h)
+			}
+		}
 	}
 	return out
 }

@@ -64,6 +64,14 @@ func (e *env) do(method, path string, form url.Values, opts ...func(*http.Reques
 	return w
 }
 
+// newRequest is a logged-in browser's request on the console's host.
+func newRequest(method, path string) *http.Request {
+	r := httptest.NewRequest(method, path, nil)
+	r.Host = testHost
+	r.AddCookie(&http.Cookie{Name: cookieName, Value: testToken})
+	return r
+}
+
 func noCookie(r *http.Request) { r.Header.Del("Cookie") }
 
 func (e *env) get(path string) string {
