@@ -159,6 +159,10 @@ func TestConsoleInARealBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	hp, err := b.HeldPush(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := startConsole(t, b.Home.Dir)
 	var dialogs atomic.Int32
 	ctx := browser(t, exe, &dialogs)
@@ -212,6 +216,7 @@ func TestConsoleInARealBrowser(t *testing.T) {
 	followLiveRun(t, ctx, b, c, live)
 	t.Log("the live run followed")
 	approveByClick(t, ctx, b, c)
+	landByClick(t, ctx, b, c, hp)
 	if n := dialogs.Load(); n != 0 {
 		t.Errorf("%d JavaScript dialogs opened: box text ran as script", n)
 	}
@@ -292,6 +297,29 @@ func approveByClick(t *testing.T, ctx context.Context, b *webtest.Built, c *cons
 		}
 	}
 	t.Fatalf("no gate-resolved line by %q for %s g1 in the journal", web.By, b.GateTask)
+}
+
+// landByClick reads a held push's diff in the page and approves it with
+// a click: the host repo's main moves to the pushed commit.
+func landByClick(t *testing.T, ctx context.Context, b *webtest.Built, c *console, hp *webtest.HeldPush) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Navigate(c.base+"/gates/dobby/"+hp.Task+"/g1"), chromedp.WaitVisible("#diff")); err != nil {
+		t.Fatalf("held push page: %v", err)
+	}
+	diff, err := chromedp.Run(ctx, chromedp.Text("#diff"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(diff, "+the change <script>") || !strings.Contains(diff, "change.txt") {
+		t.Fatalf("the diff shown:\n%s", diff)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click("#approve"), chromedp.WaitVisible("#note")); err != nil {
+		t.Fatalf("approve the push: %v", err)
+	}
+	out, err := exec.Command("git", "-C", hp.Repo, "rev-parse", "main").Output()
+	if err != nil || strings.TrimSpace(string(out)) != hp.Head {
+		t.Fatalf("main at %s (%v) after the click; want %s", out, err, hp.Head)
+	}
 }
 
 // refusals: no token, a foreign Host, a POST without the CSRF token.

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -254,4 +255,40 @@ func TestUnreadableTasksAreShownNotRepaired(t *testing.T) {
 	if got, _ := os.ReadFile(path); string(got) != string(bad) {
 		t.Fatalf("tasks.json was rewritten: %s", got)
 	}
+}
+
+// A held push (repo_push): its page shows the diff from the host repo,
+// and approving lands it, fast-forward, journaled by operator (web).
+func TestHeldPushShowsItsDiffAndApprovalLandsIt(t *testing.T) {
+	e := newEnv(t)
+	hp, err := e.b.HeldPush(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "/gates/dobby/" + hp.Task + "/g1"
+	body := e.get(path)
+	for _, want := range []string{"the change", "change.txt", "&#43;the change", "repo_push", "approve and land"} {
+		if !strings.Contains(body, want) && !(want == "repo_push" && strings.Contains(e.get("/gates"), want)) {
+			t.Errorf("gate page: no %q", want)
+		}
+	}
+	assertEscaped(t, body, path)
+	if w := e.do("POST", path, url.Values{"csrf": {e.s.csrf}, "decision": {"approve"}}); w.Code != http.StatusSeeOther {
+		t.Fatalf("approve: %d\n%s", w.Code, w.Body)
+	}
+	if got := gitOut(t, hp.Repo, "rev-parse", "main"); got != hp.Head {
+		t.Fatalf("main at %s after approval; want %s", got, hp.Head)
+	}
+	if refs := gitOut(t, hp.Repo, "for-each-ref", "refs/roster/"); refs != "" {
+		t.Fatalf("the pending ref outlived the approval: %s", refs)
+	}
+}
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
 }
