@@ -67,7 +67,7 @@ func showBlock(w io.Writer, e runs.Entry, r *runs.Record, zone *time.Location) e
 	}
 	line("attested", dash(r.Attested))
 	if ev := r.Evidence; ev != nil {
-		line("evidence", evidence(ev))
+		line("evidence", ev.Summary())
 	}
 	rep := r.Report.Status
 	if rep == "" {
@@ -246,29 +246,6 @@ func howEnded(r *runs.Record) string {
 		s += fmt.Sprintf(", exit %d", *r.ExitCode)
 	}
 	return s
-}
-
-func evidence(ev *runs.Evidence) string {
-	parts := []string{fmt.Sprintf("exit %d", ev.Exit)}
-	if ev.Signal != "" {
-		parts = append(parts, "signal "+ev.Signal)
-	}
-	if ev.Ceiling {
-		parts = append(parts, "ceiling")
-	}
-	if ev.Report != "" {
-		parts = append(parts, "report "+ev.Report)
-	}
-	if ev.Reason != "" {
-		parts = append(parts, "reason "+fmt.Sprintf("%q", ev.Reason))
-	}
-	if ev.RefusedActions > 0 {
-		parts = append(parts, fmt.Sprintf("%d refused actions", ev.RefusedActions))
-	}
-	if ev.Note != "" {
-		parts = append(parts, ev.Note)
-	}
-	return strings.Join(parts, ", ")
 }
 
 func when(t time.Time, zone *time.Location) string {

@@ -129,16 +129,16 @@ func TestHTTPToGrantedAddress(t *testing.T) {
 func TestEgressRefusals(t *testing.T) {
 	addr, conns := echoServer(t)
 	r := newRig(t, Config{Providers: creds.BuiltinProviders(),
-		Allow: []string{"granted.test", "*.granted.test", "pypi.org", "10.9.0.0/16:5432"}})
+		Allow: []string{"granted.test", "*.granted.test", "pkgs.example", "10.9.0.0/16:5432"}})
 	r.dns.names["granted.test"] = []netip.Addr{netip.MustParseAddr("127.0.0.1")}
 	r.dns.names["lan.granted.test"] = []netip.Addr{netip.MustParseAddr("192.168.1.20"), netip.MustParseAddr("::ffff:10.0.0.1")}
 	r.dns.names["cgnat.granted.test"] = []netip.Addr{netip.MustParseAddr("100.64.1.1")}
 	r.dns.names["v6.granted.test"] = []netip.Addr{netip.MustParseAddr("fe80::1"), netip.MustParseAddr("fd00::1")}
 
 	for _, tc := range []struct{ target, kind string }{
-		{"example.com:443", runs.RefuseHostDenied},
+		{"elsewhere.example:443", runs.RefuseHostDenied},
 		{"granted.test:22", runs.RefuseHostDenied}, // the grant's port is 443
-		{"x.pypi.org:443", runs.RefuseHostDenied},  // pypi.org grants no subdomain
+		{"x.pkgs.example:443", runs.RefuseHostDenied},  // pkgs.example grants no subdomain
 		{"granted.test.:8443", runs.RefuseHostDenied},
 		{addr, runs.RefuseIPLiteral},
 		{"10.9.1.1:443", runs.RefuseIPLiteral}, // the CIDR is listed for 5432 only
@@ -160,7 +160,7 @@ func TestEgressRefusals(t *testing.T) {
 	}
 	// The same rules for http:// requests.
 	for _, tc := range []struct{ url, kind string }{
-		{"http://example.com/", runs.RefuseHostDenied},
+		{"http://elsewhere.example/", runs.RefuseHostDenied},
 		{"http://" + addr + "/", runs.RefuseIPLiteral},
 		{"http://granted.test/", runs.RefusePrivateAddress},
 		{"https://granted.test/", runs.RefuseBadRequest},
@@ -178,8 +178,8 @@ func TestEgressRefusals(t *testing.T) {
 	if conns() != 0 {
 		t.Fatalf("a refused target was dialed %d times", conns())
 	}
-	// Only the reserved test names were ever looked up: example.com (not
-	// granted) and pypi.org's subdomain (granted only as the bare name)
+	// Only the reserved test names were ever looked up: elsewhere.example (not
+	// granted) and pkgs.example's subdomain (granted only as the bare name)
 	// were refused before any lookup or dial (the rig also fails any
 	// test whose gateway asks its resolver for a public name).
 	for _, name := range r.dns.called() {

@@ -366,7 +366,7 @@ func TestUpstreamUnreachableIs502(t *testing.T) {
 
 func TestNewRefusesBadConfig(t *testing.T) {
 	for name, cfg := range map[string]Config{
-		"bad allow":         {Providers: creds.BuiltinProviders(), Allow: []string{"github.com", "http://x"}},
+		"bad allow":         {Providers: creds.BuiltinProviders(), Allow: []string{"forge.example", "http://x"}},
 		"unknown provider":  {Providers: creds.BuiltinProviders(), Granted: []string{"gemini"}},
 		"bad upstream":      {Providers: map[string]creds.Provider{"x": {Name: "x", Style: "openai", Upstream: "ftp://h"}}},
 		"bad style":         {Providers: map[string]creds.Provider{"x": {Name: "x", Style: "grpc", Upstream: "http://h"}}},
@@ -438,7 +438,7 @@ func TestUpstreamsAreDialedOnlyThroughConfigDial(t *testing.T) {
 			t.Errorf("%s refused as not loopback", a)
 		}
 	}
-	for _, a := range []string{"10.0.0.1:5432", "192.168.1.1:80", "8.8.8.8:53", "example.com:443", "x"} {
+	for _, a := range []string{"10.0.0.1:5432", "192.168.1.1:80", "192.0.2.53:53", "elsewhere.example:443", "x"} {
 		refused = refused[:0]
 		if _, err := guard(context.Background(), "tcp", a); err == nil || len(refused) != 1 {
 			t.Errorf("%s: dialed (%v, %q)", a, err, refused)

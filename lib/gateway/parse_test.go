@@ -23,7 +23,7 @@ func TestParseGrant(t *testing.T) {
 		{"github.com", "github.com", false, "", 0},
 		{"GitHub.com.", "github.com", false, "", 0},
 		{"*.githubusercontent.com", "githubusercontent.com", true, "", 0},
-		{"pypi.org:443", "pypi.org", false, "", 443},
+		{"pkgs.example:443", "pkgs.example", false, "", 443},
 		{"10.0.0.5:5432", "", false, "10.0.0.5/32", 5432},
 		{"10.0.0.5", "", false, "10.0.0.5/32", 0},
 		{"10.0.0.0/8", "", false, "10.0.0.0/8", 0},
@@ -55,7 +55,7 @@ func TestParseGrant(t *testing.T) {
 }
 
 func TestGrantMatching(t *testing.T) {
-	gs, err := parseGrants([]string{"github.com", "*.githubusercontent.com", "pypi.org:8443", "10.0.0.5:5432", "192.168.0.0/16"})
+	gs, err := parseGrants([]string{"forge.example", "*.content.example", "pkgs.example:8443", "10.0.0.5:5432", "192.168.0.0/16"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,22 +64,22 @@ func TestGrantMatching(t *testing.T) {
 		def    int
 		want   string
 	}{
-		{"github.com:443", defaultConnectPort, ""},
-		{"github.com", defaultHTTPPort, ""},
-		{"github.com:80", defaultConnectPort, runs.RefuseHostDenied}, // CONNECT's default is 443
-		{"api.github.com:443", defaultConnectPort, runs.RefuseHostDenied},
-		{"raw.githubusercontent.com:443", defaultConnectPort, ""},
-		{"a.b.githubusercontent.com:443", defaultConnectPort, ""},
-		{"githubusercontent.com:443", defaultConnectPort, runs.RefuseHostDenied}, // subdomains only
-		{"evilgithubusercontent.com:443", defaultConnectPort, runs.RefuseHostDenied},
-		{"pypi.org:8443", defaultConnectPort, ""},
-		{"pypi.org:443", defaultConnectPort, runs.RefuseHostDenied},
+		{"forge.example:443", defaultConnectPort, ""},
+		{"forge.example", defaultHTTPPort, ""},
+		{"forge.example:80", defaultConnectPort, runs.RefuseHostDenied}, // CONNECT's default is 443
+		{"api.forge.example:443", defaultConnectPort, runs.RefuseHostDenied},
+		{"raw.content.example:443", defaultConnectPort, ""},
+		{"a.b.content.example:443", defaultConnectPort, ""},
+		{"content.example:443", defaultConnectPort, runs.RefuseHostDenied}, // subdomains only
+		{"evilcontent.example:443", defaultConnectPort, runs.RefuseHostDenied},
+		{"pkgs.example:8443", defaultConnectPort, ""},
+		{"pkgs.example:443", defaultConnectPort, runs.RefuseHostDenied},
 		{"10.0.0.5:5432", defaultConnectPort, ""},
 		{"10.0.0.5:443", defaultConnectPort, runs.RefuseIPLiteral},
 		{"192.168.4.4:443", defaultConnectPort, ""},
 		{"[::ffff:192.168.4.4]:443", defaultConnectPort, ""},
 		{"192.168.4.4:80", defaultConnectPort, runs.RefuseIPLiteral},
-		{"8.8.8.8:443", defaultConnectPort, runs.RefuseIPLiteral},
+		{"192.0.2.8:443", defaultConnectPort, runs.RefuseIPLiteral},
 	} {
 		tg, err := parseAuthority(tc.target, tc.def)
 		if err != nil {
@@ -220,7 +220,7 @@ func TestFramingFollowsKeptAliveRequests(t *testing.T) {
 func FuzzProxyTarget(f *testing.F) {
 	for _, s := range [][2]string{
 		{"github.com:443", "github.com"}, {"[::1]:443", "[::1]:443"}, {"10.0.0.5:5432", "10.0.0.0/8:5432"},
-		{"raw.githubusercontent.com:443", "*.githubusercontent.com"}, {"http://pypi.org/simple/", "pypi.org:80"},
+		{"raw.githubusercontent.com:443", "*.githubusercontent.com"}, {"http://pkgs.example/simple/", "pkgs.example:80"},
 		{"2130706433:443", "127.0.0.1"}, {"[fe80::1%25eth0]:443", "fe80::/10"}, {"a..b:1", "*."}, {"http://[::ffff:7f00:1]:80/", "::ffff:127.0.0.1"},
 	} {
 		f.Add(s[0], s[1])

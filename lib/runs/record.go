@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/roster-sh/roster/lib/errs"
@@ -152,4 +153,29 @@ func ReadRecord(runDir string) (*Record, error) {
 		return nil, fmt.Errorf("%s: unknown format %d: %w", path, r.Format, errs.ErrRefused)
 	}
 	return &r, nil
+}
+
+// Summary is the evidence in a few words, as roster-runs show prints it:
+// "exit 0, report complete", "exit -1, signal SIGKILL, ceiling, report none".
+func (ev *Evidence) Summary() string {
+	parts := []string{fmt.Sprintf("exit %d", ev.Exit)}
+	if ev.Signal != "" {
+		parts = append(parts, "signal "+ev.Signal)
+	}
+	if ev.Ceiling {
+		parts = append(parts, "ceiling")
+	}
+	if ev.Report != "" {
+		parts = append(parts, "report "+ev.Report)
+	}
+	if ev.Reason != "" {
+		parts = append(parts, fmt.Sprintf("reason %q", ev.Reason))
+	}
+	if ev.RefusedActions > 0 {
+		parts = append(parts, fmt.Sprintf("%d refused actions", ev.RefusedActions))
+	}
+	if ev.Note != "" {
+		parts = append(parts, ev.Note)
+	}
+	return strings.Join(parts, ", ")
 }

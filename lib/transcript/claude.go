@@ -47,33 +47,14 @@ func (d *decoder) decodeClaude(typ string, line []byte, n int) ([]Entry, bool) {
 }
 
 func (d *decoder) claudeMessage(typ string, m claudeMessage, n int) []Entry {
-	var es []Entry
-	for _, b := range blocks(m.Content) {
-		switch b.Type {
-		case "text":
-			kind := User
-			if typ == "assistant" {
-				kind = Assistant
-				if m.Model == "<synthetic>" { // Claude Code's own words, not the model's: an error
-					kind = Error
-				}
-			}
-			if b.Text != "" {
-				es = append(es, Entry{Kind: kind, Text: b.Text, Line: n})
-			}
-		case "thinking":
-			if b.Thinking != "" {
-				es = append(es, Entry{Kind: Thinking, Text: b.Thinking, Line: n})
-			}
-		case "tool_use":
-			d.remember(b.ID, b.Name)
-			es = append(es, Entry{Kind: ToolCall, Tool: b.Name, ID: b.ID, Args: compact(b.Input), Line: n})
-		case "tool_result":
-			es = append(es, Entry{Kind: ToolResult, Tool: d.tools[b.ToolUseID], ID: b.ToolUseID,
-				Text: joinText(blocks(b.Content)), IsError: b.IsError, Line: n})
+	kind := User
+	if typ == "assistant" {
+		kind = Assistant
+		if m.Model == "<synthetic>" { // Claude Code's own words, not the model's: an error
+			kind = Error
 		}
 	}
-	return es
+	return d.entries(blocks(m.Content), kind, n)
 }
 
 // claudeResult is the run's last event: how it ended and what it cost.

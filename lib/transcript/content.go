@@ -68,3 +68,32 @@ func compact(raw json.RawMessage) string {
 	}
 	return buf.String()
 }
+
+// entries are a message's content blocks as steps, in either agent's
+// shape: text as textKind, thinking, a tool call (pi's toolCall with its
+// arguments, Claude Code's tool_use with its input: its name remembered
+// by id), a tool result (Claude Code's, named by the remembered call).
+func (d *decoder) entries(bs []block, textKind string, n int) []Entry {
+	var es []Entry
+	for _, b := range bs {
+		switch b.Type {
+		case "text":
+			if b.Text != "" {
+				es = append(es, Entry{Kind: textKind, Text: b.Text, Line: n})
+			}
+		case "thinking":
+			if b.Thinking != "" {
+				es = append(es, Entry{Kind: Thinking, Text: b.Thinking, Line: n})
+			}
+		case "toolCall":
+			es = append(es, Entry{Kind: ToolCall, Tool: b.Name, ID: b.ID, Args: compact(b.Arguments), Line: n})
+		case "tool_use":
+			d.remember(b.ID, b.Name)
+			es = append(es, Entry{Kind: ToolCall, Tool: b.Name, ID: b.ID, Args: compact(b.Input), Line: n})
+		case "tool_result":
+			es = append(es, Entry{Kind: ToolResult, Tool: d.tools[b.ToolUseID], ID: b.ToolUseID,
+				Text: joinText(blocks(b.Content)), IsError: b.IsError, Line: n})
+		}
+	}
+	return es
+}

@@ -75,21 +75,7 @@ func (d *decoder) piMessage(m piMessage, n int) []Entry {
 	case "toolResult":
 		return []Entry{{Kind: ToolResult, Tool: m.ToolName, ID: m.ToolCallID, Text: joinText(bs), IsError: m.IsError, Line: n}}
 	case "assistant":
-		var es []Entry
-		for _, b := range bs {
-			switch b.Type {
-			case "text":
-				if b.Text != "" {
-					es = append(es, Entry{Kind: Assistant, Text: b.Text, Line: n})
-				}
-			case "thinking":
-				if b.Thinking != "" {
-					es = append(es, Entry{Kind: Thinking, Text: b.Thinking, Line: n})
-				}
-			case "toolCall":
-				es = append(es, Entry{Kind: ToolCall, Tool: b.Name, ID: b.ID, Args: compact(b.Arguments), Line: n})
-			}
-		}
+		es := d.entries(bs, Assistant, n)
 		if m.StopReason == "error" || m.StopReason == "aborted" {
 			text := m.ErrorMessage
 			if text == "" {

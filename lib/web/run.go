@@ -98,7 +98,7 @@ func runInfo(e runs.Entry, zone *time.Location) *runData {
 			d.Ended = when(*r.EndedAt, zone)
 		}
 		if r.Evidence != nil {
-			d.Evidence = evidence(r.Evidence)
+			d.Evidence = evidenceWithGateway(r.Evidence)
 		}
 		if r.Gateway != nil {
 			d.Refusals = refusals(r.Gateway)
@@ -196,30 +196,14 @@ func (c *countReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func evidence(ev *runs.Evidence) string {
-	parts := []string{fmt.Sprintf("exit %d", ev.Exit)}
-	if ev.Signal != "" {
-		parts = append(parts, "signal "+ev.Signal)
-	}
-	if ev.Ceiling {
-		parts = append(parts, "ceiling")
-	}
-	if ev.Report != "" {
-		parts = append(parts, "report "+ev.Report)
-	}
-	if ev.Reason != "" {
-		parts = append(parts, fmt.Sprintf("reason %q", ev.Reason))
-	}
-	if ev.RefusedActions > 0 {
-		parts = append(parts, fmt.Sprintf("%d refused actions", ev.RefusedActions))
-	}
+// evidenceWithGateway is roster-runs show's evidence line and, on the
+// page, the gateway's refusals the verdict counted.
+func evidenceWithGateway(ev *runs.Evidence) string {
+	s := ev.Summary()
 	if ev.GatewayRefused > 0 {
-		parts = append(parts, fmt.Sprintf("%d gateway refusals (%s)", ev.GatewayRefused, ev.GatewayRefusals))
+		s += fmt.Sprintf(", %d gateway refusals (%s)", ev.GatewayRefused, ev.GatewayRefusals)
 	}
-	if ev.Note != "" {
-		parts = append(parts, ev.Note)
-	}
-	return strings.Join(parts, ", ")
+	return s
 }
 
 func refusals(g *runs.GatewaySummary) string {
