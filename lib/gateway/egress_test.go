@@ -137,8 +137,8 @@ func TestEgressRefusals(t *testing.T) {
 
 	for _, tc := range []struct{ target, kind string }{
 		{"elsewhere.example:443", runs.RefuseHostDenied},
-		{"granted.test:22", runs.RefuseHostDenied}, // the grant's port is 443
-		{"x.pkgs.example:443", runs.RefuseHostDenied},  // pkgs.example grants no subdomain
+		{"granted.test:22", runs.RefuseHostDenied},    // the grant's port is 443
+		{"x.pkgs.example:443", runs.RefuseHostDenied}, // pkgs.example grants no subdomain
 		{"granted.test.:8443", runs.RefuseHostDenied},
 		{addr, runs.RefuseIPLiteral},
 		{"10.9.1.1:443", runs.RefuseIPLiteral}, // the CIDR is listed for 5432 only
