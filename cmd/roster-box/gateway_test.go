@@ -137,14 +137,9 @@ roster-task complete asked`)
 	if rec.Gateway == nil || rec.Gateway.Requests != len(all) || rec.Gateway.Refused != 0 {
 		t.Errorf("gateway summary %+v, ledger of %d", rec.Gateway, len(all))
 	}
-	// Besides the model call: the box's pid 1 cloning ~/knowledge.
-	var lines []runs.LedgerEntry
-	for _, l := range all {
-		if l.Kind == "git" && l.Repo == "knowledge" && l.Service == "upload-pack" && l.Decision == "allowed" {
-			continue
-		}
-		lines = append(lines, l)
-	}
+	// Only the model call: the box's pid 1 clones ~/knowledge from the
+	// run's bundle, not through the gateway.
+	lines := all
 	if len(lines) != 1 || lines[0].Kind != "model" || lines[0].Provider != "anthropic" || lines[0].Status != 200 ||
 		lines[0].Path != "/v1/messages" || lines[0].InputTokens != 11 || lines[0].RequestID != "req_test_1" {
 		t.Errorf("ledger %+v", lines)

@@ -155,6 +155,10 @@ func launch(ctx context.Context, s *Spec, briefing []byte, io Stdio, gate chan e
 		return nil, fmt.Errorf("start box: %w", err)
 	}
 	mark(ctx, "container set up")
+	if s.knowledgeDone != nil {
+		<-s.knowledgeDone // written beside the set-up; pid 1 clones from it
+		mark(ctx, "knowledge bundle")
+	}
 	if err := c.Exec(); err != nil {
 		err = fmt.Errorf("start box: %w", err)
 		_ = c.Signal(unix.SIGKILL)
@@ -189,7 +193,11 @@ func initArgs(s *Spec) []string {
 			if s.Knowledge == "write" {
 				branch = repos.KnowledgeRunPrefix + s.Run
 			}
-			a = append(a, "--knowledge="+BoxGatewayURL+"/git/"+repos.KnowledgeName+","+branch)
+			k := "--knowledge=" + BoxGatewayURL + "/git/" + repos.KnowledgeName + "," + branch
+			if s.KnowledgeBundle {
+				k += "," + BoxKnowledgeBundle
+			}
+			a = append(a, k)
 		}
 	}
 	return append(a, "--")

@@ -1,10 +1,12 @@
 package box
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/roster-sh/roster/lib/home"
 )
@@ -64,4 +66,32 @@ func gatewayEnv() []string {
 		"NO_PROXY=localhost,127.0.0.1", "no_proxy=localhost,127.0.0.1",
 		"ROSTER_GATEWAY=" + BoxGatewayURL,
 	}
+}
+
+// BoxKnowledgeBundle is where the box finds its knowledge repo as a
+// bundle (in the run's gateway folder): pid 1 clones ~/knowledge from it.
+const BoxKnowledgeBundle = BoxGatewayDir + "/knowledge.bundle"
+
+// writeKnowledgeBundle starts writing the run's knowledge bundle into
+// its gateway folder, beside the container's set-up (launch waits for it
+// before the box's command may start: KnowledgeBundle and knowledgeDone
+// in s). A failure is said on stderr; pid 1 then finds no bundle and
+// clones through the gateway instead.
+func writeKnowledgeBundle(s *Spec, gw Gateway) {
+	kb, ok := gw.(interface {
+		KnowledgeBundle(ctx context.Context, path string) error
+	})
+	if s.Knowledge == "" || !ok {
+		return
+	}
+	done := make(chan struct{})
+	s.KnowledgeBundle, s.knowledgeDone = true, done
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := kb.KnowledgeBundle(ctx, filepath.Join(gatewayDir(s.Run), filepath.Base(BoxKnowledgeBundle))); err != nil {
+			fmt.Fprintf(os.Stderr, "roster-box: run %s: %v (the box clones its knowledge through the gateway)\n", s.Run, err)
+		}
+	}()
 }

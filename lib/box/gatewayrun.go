@@ -1,6 +1,7 @@
 package box
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/creds"
 	"github.com/roster-sh/roster/lib/gateway"
+	"github.com/roster-sh/roster/lib/repos"
 	"github.com/roster-sh/roster/lib/runs"
 	"github.com/roster-sh/roster/lib/tms"
 )
@@ -56,7 +58,7 @@ func runGateway(part *tms.Partition, s *Spec, task *tms.Task, now time.Time) (fu
 		if err != nil {
 			return nil, err
 		}
-		return &served{g}, nil
+		return &served{g: g, git: git}, nil
 	}
 	return make, env
 }
@@ -70,7 +72,19 @@ func gatewayPrices(org *config.Org) map[string]gateway.Price {
 }
 
 // served adapts a gateway.Gateway to what the supervisor uses.
-type served struct{ g *gateway.Gateway }
+type served struct {
+	g   *gateway.Gateway
+	git *repos.Service // nil: no git route
+}
+
+// KnowledgeBundle writes the run's knowledge repo as a bundle at path
+// (nothing without one): what the box's pid 1 clones ~/knowledge from.
+func (s *served) KnowledgeBundle(ctx context.Context, path string) error {
+	if s.git == nil {
+		return nil
+	}
+	return s.git.BundleKnowledge(ctx, path)
+}
 
 func (s *served) Serve(l net.Listener) error { return s.g.Serve(l) }
 func (s *served) Close() error               { return s.g.Close() }

@@ -276,6 +276,7 @@ func (s *Supervision) serveGateway(r *supervised) error {
 	}
 	r.gw, r.gwDone = gw, make(chan struct{})
 	go func() { _ = gw.Serve(l); close(r.gwDone) }()
+	writeKnowledgeBundle(sp, gw)
 	r.closers = append(r.closers, func() { r.stopGateway(); RemoveGatewayDir(sp.Run) })
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -13,12 +14,15 @@ import (
 // not answer starts without it rather than not at all.
 const KnowledgeTimeout = 2 * time.Minute
 
-// Knowledge clones the run's knowledge repo from url (the gateway's
-// /git/knowledge) into dir with the box's own git, as the box user, and
-// checks out branch, the run's own (empty: stay on main, a read-only
-// clone). The host never checks out a tree (docs/repos.md). An error
-// says why; the box goes on without ~/knowledge.
-func Knowledge(url, dir, branch string, env []string) error {
+// Knowledge clones the run's knowledge repo into dir with the box's own
+// git, as the box user, and checks out branch, the run's own (empty: stay
+// on main, a read-only clone). With a bundle (the host's copy of main,
+// written for this run) it clones from that and points origin at url (the
+// gateway's /git/knowledge), which fetches and pushes go to; without one,
+// or if that fails, it clones url itself. The host never checks out a
+// tree (docs/repos.md). An error says why; the box goes on without
+// ~/knowledge.
+func Knowledge(url, dir, branch, bundle string, env []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), KnowledgeTimeout)
 	defer cancel()
 	git := func(args ...string) error {
@@ -38,8 +42,22 @@ func Knowledge(url, dir, branch string, env []string) error {
 		}
 		return nil
 	}
-	if err := git("clone", "--quiet", "--", url, dir); err != nil {
-		return err
+	cloned := false
+	if bundle != "" {
+		if _, err := os.Stat(bundle); err == nil {
+			err = git("clone", "--quiet", "--branch", "main", "--", bundle, dir)
+			if err == nil {
+				err = git("-C", dir, "remote", "set-url", "origin", url)
+			}
+			if cloned = err == nil; !cloned {
+				os.RemoveAll(dir) // the gateway's clone below starts afresh
+			}
+		}
+	}
+	if !cloned {
+		if err := git("clone", "--quiet", "--", url, dir); err != nil {
+			return err
+		}
 	}
 	if branch == "" {
 		return nil

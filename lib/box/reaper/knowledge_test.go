@@ -1,0 +1,82 @@
+package reaper
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// A bare "knowledge" repo with one commit on main; its bundle.
+func knowledgeRepo(t *testing.T) (bare, bundle, head string) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	dir := t.TempDir()
+	bare = filepath.Join(dir, "knowledge.git")
+	git(t, dir, "init", "-q", "--bare", "--initial-branch=main", bare)
+	work := filepath.Join(dir, "w")
+	git(t, dir, "clone", "-q", bare, work)
+	os.WriteFile(filepath.Join(work, "notes.md"), []byte("learned\n"), 0o644)
+	git(t, work, "add", "notes.md")
+	git(t, work, "commit", "-q", "-m", "learned")
+	git(t, work, "push", "-q", "origin", "HEAD:main")
+	bundle = filepath.Join(dir, "knowledge.bundle")
+	git(t, bare, "bundle", "create", "--quiet", bundle, "HEAD", "refs/heads/main")
+	return bare, bundle, git(t, bare, "rev-parse", "main")
+}
+
+// From the bundle: the clone has main's commit, is on the run's branch,
+// and its origin is the URL (fetches and pushes go there, not to the
+// bundle); a missing or broken bundle falls back to cloning the URL.
+func TestKnowledgeFromABundleOrTheURL(t *testing.T) {
+	bare, bundle, head := knowledgeRepo(t)
+	env := append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
+	bad := filepath.Join(t.TempDir(), "bad.bundle")
+	os.WriteFile(bad, []byte("# v2 git bundle\nnot one\n"), 0o644)
+	for name, b := range map[string]string{"bundle": bundle, "no bundle": "", "missing": "/nonexistent/k.bundle", "broken": bad} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "knowledge")
+			if err := Knowledge(bare, dir, "run/r1", b, env); err != nil {
+				t.Fatal(err)
+			}
+			if got := git(t, dir, "rev-parse", "HEAD"); got != head {
+				t.Errorf("HEAD %s, want main's %s", got, head)
+			}
+			if got := git(t, dir, "branch", "--show-current"); got != "run/r1" {
+				t.Errorf("on %q, want run/r1", got)
+			}
+			if got := git(t, dir, "remote", "get-url", "origin"); got != bare {
+				t.Errorf("origin %q, want the URL %q", got, bare)
+			}
+			if got := git(t, dir, "rev-parse", "origin/main"); got != head {
+				t.Errorf("origin/main %s", got)
+			}
+		})
+	}
+	// Read-only: no branch, on main.
+	dir := filepath.Join(t.TempDir(), "knowledge")
+	if err := Knowledge(bare, dir, "", bundle, env); err != nil {
+		t.Fatal(err)
+	}
+	if got := git(t, dir, "branch", "--show-current"); got != "main" {
+		t.Errorf("a read-only clone is on %q, want main", got)
+	}
+	// Neither: the error says why.
+	if err := Knowledge("/nonexistent/k.git", filepath.Join(t.TempDir(), "k"), "", "", env); err == nil || !strings.Contains(err.Error(), "git clone") {
+		t.Errorf("err %v", err)
+	}
+}
