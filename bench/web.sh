@@ -6,10 +6,12 @@
 # (worker add). ROSTER_WEB_BENCH_WORKERS / _RUNS change the size.
 #
 # Figures (2 cores, shared with other work):
-#   2026-12-07: 204 ms a page at load 4, 304 and 354 ms at load 4-8. Of its CPU, two listings of each
-#     worker's runs/ (1,000 entries) are most: tms's budget measure
-#     (proactive box time today) and the usage index's look for runs
-#     without a row; a run.json is read only for today's runs.
+#   2026-12-07: 204 ms a page at load 4, 304 and 354 ms at load 4-8; 120 ms
+#     at load 1. Of its CPU, two listings of each worker's runs/ (1,000
+#     entries) were most: tms's budget measure and the usage index's look
+#     for runs without a row.
+#   2026-12-07, with runs.CacheIDs (a listing kept by the folder's
+#     identity): 43-53 ms a page at load 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.3}

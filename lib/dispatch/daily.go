@@ -118,8 +118,8 @@ func (d *Dispatcher) maybeDaily(ctx context.Context) {
 	// 10,000 workers its list of the swept is big, and a tick must not
 	// cost what the home holds.
 	today := d.Today()
-	id, ok := statID(d.h.DispatchJSON())
-	if ok && d.stateDay == today && d.stateID.same(id) {
+	id, ok := fsx.StatID(d.h.DispatchJSON())
+	if ok && d.stateDay == today && d.stateID.Same(id) {
 		return
 	}
 	s, err := d.ReadState()
@@ -131,7 +131,7 @@ func (d *Dispatcher) maybeDaily(ctx context.Context) {
 	if s.Daily.Day == today {
 		d.stateDay, d.stateID = today, id
 		if !ok {
-			d.stateID = fileID{racy: true}
+			d.stateID = fsx.Untrusted
 		}
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/tms"
 )
@@ -62,9 +63,9 @@ type Dispatcher struct {
 	adopted   sync.Map          // run id -> adoptedRun: a live box of a predecessor, logged as adopted
 	dailyMu   sync.Mutex
 	dailyRun  bool
-	sweep     *sweepRun // the daily sweep under way, or nil
-	stateDay  string    // dispatch.json said the daily jobs ran on this day ...
-	stateID   fileID    // ... when it had this identity
+	sweep     *sweepRun  // the daily sweep under way, or nil
+	stateDay  string     // dispatch.json said the daily jobs ran on this day ...
+	stateID   fsx.FileID // ... when it had this identity
 	sweepMu   sync.Mutex
 	sweeping  map[string]bool // workers of the sweep's batch under way: no claims for them until it ends
 
@@ -91,14 +92,14 @@ type Dispatcher struct {
 	listGen  int      // incremented at each new listing
 	served   map[string]bool
 	servedAt int // the listGen served was made for (0: never)
-	listedID fileID
-	orgID    fileID
-	orgData  []byte            // org.toml's text as last read
-	orgOK    bool              // org.toml was read at orgID (or was missing: orgGone)
-	orgGone  bool              // org.toml was missing at the last read
-	vaultID  fileID            // the vault folder's identity at the last tick
-	force    bool              // every worker must be evaluated again (not only the changed ones)
-	orphans  map[string]fileID // worker -> its runs/ folder when its last orphan pass found every run ended
+	listedID fsx.FileID
+	orgID    fsx.FileID
+	orgData  []byte                // org.toml's text as last read
+	orgOK    bool                  // org.toml was read at orgID (or was missing: orgGone)
+	orgGone  bool                  // org.toml was missing at the last read
+	vaultID  fsx.FileID            // the vault folder's identity at the last tick
+	force    bool                  // every worker must be evaluated again (not only the changed ones)
+	orphans  map[string]fsx.FileID // worker -> its runs/ folder when its last orphan pass found every run ended
 	counts   counters
 	// unwatched: workers whose folders could not be watched (watch.go):
 	// their files are verified at every tick.
@@ -203,9 +204,9 @@ func (d *Dispatcher) clearBad(key string) {
 // worker evaluated again: its settings (caps, budgets, providers) are
 // every worker's.
 func (d *Dispatcher) loadOrg() *config.Org {
-	id, ok := statID(d.h.OrgFile())
+	id, ok := fsx.StatID(d.h.OrgFile())
 	d.counts.ident.Add(1)
-	if d.org != nil && d.orgOK && ((ok && d.orgID.same(id)) || (!ok && d.orgGone)) {
+	if d.org != nil && d.orgOK && ((ok && d.orgID.Same(id)) || (!ok && d.orgGone)) {
 		return d.org
 	}
 	d.counts.org.Add(1)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"time"
 
+	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/runs"
 )
@@ -44,9 +45,9 @@ func (d *Dispatcher) ReapOrphans(ctx context.Context) []string {
 		if !served[w] {
 			continue
 		}
-		runsID, ok := statID(d.h.Worker(w).Runs())
+		runsID, ok := fsx.StatID(d.h.Worker(w).Runs())
 		d.counts.ident.Add(1)
-		if last, seen := d.orphans[w]; ok && seen && last.same(runsID) {
+		if last, seen := d.orphans[w]; ok && seen && last.Same(runsID) {
 			continue
 		}
 		delete(d.orphans, w)
@@ -115,9 +116,9 @@ func (d *Dispatcher) ReapOrphans(ctx context.Context) []string {
 
 // orphaned records that worker w's runs/ folder, at runsID, had every run
 // ended: it is not read again until the folder changes.
-func (d *Dispatcher) orphaned(w string, runsID fileID) {
+func (d *Dispatcher) orphaned(w string, runsID fsx.FileID) {
 	if d.orphans == nil {
-		d.orphans = map[string]fileID{}
+		d.orphans = map[string]fsx.FileID{}
 	}
 	d.orphans[w] = runsID
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/roster-sh/roster/lib/fsx"
 )
 
 // idleHome is a home of n idle workers (heartbeat off, nothing filed),
@@ -32,9 +34,9 @@ func idleHome(t *testing.T, n int) *fixture {
 	if err := os.WriteFile(f.h.SpecFile("broke"), []byte("command = [\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// Identities taken within racyWindow of a file's change are re-checked
+	// Identities taken within fsx.RacyWindow of a file's change are re-checked
 	// by reading: let the files age past it, as a live home's have.
-	time.Sleep(racyWindow + 100*time.Millisecond)
+	time.Sleep(fsx.RacyWindow + 100*time.Millisecond)
 	return f
 }
 
@@ -68,8 +70,8 @@ func TestIdleWorkersCostNoReads(t *testing.T) {
 				t.Fatalf("the first tick did not read every worker: %+v", first)
 			}
 			// The first tick wrote beat's heartbeat template: that change is
-			// looked at once, after it has aged past racyWindow.
-			time.Sleep(racyWindow + 100*time.Millisecond)
+			// looked at once, after it has aged past fsx.RacyWindow.
+			time.Sleep(fsx.RacyWindow + 100*time.Millisecond)
 			d.lastFull = time.Time{}
 			d.Tick(ctx)
 			before := d.Counts()
@@ -110,7 +112,7 @@ func TestIdleWorkersCostNoReads(t *testing.T) {
 			// Filing to busy: it alone is read.
 			before = d.Counts()
 			f.add("busy", 1)
-			time.Sleep(racyWindow + 100*time.Millisecond)
+			time.Sleep(fsx.RacyWindow + 100*time.Millisecond)
 			d.changed(f.h.Worker("busy").TasksFile())
 			rep := d.Tick(ctx)
 			if len(rep.Started) != 1 || rep.Started[0].Worker != "busy" {
@@ -173,7 +175,7 @@ func TestOutOfInotifyWatchesPollsTheRestAndSaysSoOnce(t *testing.T) {
 	defer func() { addWatch = old }()
 	stop := f.run(f.dispatcher(Options{Poll: 200 * time.Millisecond}))
 	deadline := time.Now().Add(20 * time.Second)
-	time.Sleep(racyWindow + 100*time.Millisecond)
+	time.Sleep(fsx.RacyWindow + 100*time.Millisecond)
 	f.add("d", 1)
 	for f.claimed("d") == 0 {
 		if time.Now().After(deadline) {

@@ -2,47 +2,17 @@ package dispatch
 
 import (
 	"sync/atomic"
-	"syscall"
-	"time"
 
 	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
 )
 
-// What the dispatcher reads is cached by file identity, so that its work
-// follows what changed, not how many workers exist (docs/dispatch-and-box.md,
-// "At scale"): a worker's spec is parsed again only when its file's
-// identity (device, inode, size, mtime, ctime) changed; org.toml and the
-// workers/ listing likewise. A file changed within racyWindow of when its
-// identity was taken is not trusted at the next look (a change in the same
-// timestamp tick would keep every field): it is read again.
-
-// racyWindow: an identity taken this soon after the file's ctime is
-// re-checked by reading.
-const racyWindow = time.Second
-
-// fileID is what identifies one version of a file.
-type fileID struct {
-	dev, ino, size uint64
-	mtime, ctime   int64
-	racy           bool // its ctime was within racyWindow of the stat
-}
-
-// statID is path's identity; ok is false when it cannot be stat'd.
-func statID(path string) (fileID, bool) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(path, &st); err != nil {
-		return fileID{}, false
-	}
-	ctime := st.Ctim.Nano()
-	return fileID{dev: st.Dev, ino: st.Ino, size: uint64(st.Size), mtime: st.Mtim.Nano(), ctime: ctime,
-		racy: time.Now().UnixNano()-ctime < int64(racyWindow)}, true
-}
-
-// same tells whether a and b are the same trusted version.
-func (a fileID) same(b fileID) bool {
-	return !a.racy && a.dev == b.dev && a.ino == b.ino && a.size == b.size && a.mtime == b.mtime && a.ctime == b.ctime
-}
+// What the dispatcher reads is cached by file identity (fsx.FileID), so
+// that its work follows what changed, not how many workers exist
+// (docs/dispatch-and-box.md, "At scale"): a worker's spec is parsed again
+// only when its file's identity changed; org.toml and the workers/
+// listing likewise.
 
 // Counts is the work the dispatcher has done reading the home: what the
 // scale test reads (a tick must do work in proportion to what changed).
@@ -69,7 +39,7 @@ func (d *Dispatcher) Counts() Counts {
 
 // specEnt is one worker's spec as last read.
 type specEnt struct {
-	id  fileID
+	id  fsx.FileID
 	w   *config.Worker
 	err error
 	uid int // the uid it names (read leniently when it does not parse)
@@ -86,11 +56,11 @@ type specCache struct {
 
 // readSpec reads worker w's spec into a new entry, its identity taken
 // before the read (a change after it differs at the next look).
-func (d *Dispatcher) readSpec(w string, id fileID, ok bool) *specEnt {
+func (d *Dispatcher) readSpec(w string, id fsx.FileID, ok bool) *specEnt {
 	d.counts.spec.Add(1)
 	e := &specEnt{id: id}
 	if !ok {
-		e.id = fileID{racy: true}
+		e.id = fsx.Untrusted
 	}
 	e.w, e.uid, e.has, e.err = config.ReadWorkerUID(d.h, w)
 	return e
@@ -102,10 +72,10 @@ func (d *Dispatcher) spec(w string) (*config.Worker, error) {
 	if c.ents == nil {
 		c.ents = map[string]*specEnt{}
 	}
-	id, ok := statID(d.h.SpecFile(w))
+	id, ok := fsx.StatID(d.h.SpecFile(w))
 	d.counts.ident.Add(1)
 	e := c.ents[w]
-	if e == nil || !ok || !e.id.same(id) {
+	if e == nil || !ok || !e.id.Same(id) {
 		ne := d.readSpec(w, id, ok)
 		if e == nil || e.uid != ne.uid || e.has != ne.has {
 			c.uids = nil
@@ -133,7 +103,7 @@ func (d *Dispatcher) uidIndex() map[int][]string {
 	for _, n := range names { // sorted: the first other is the one LoadWorker names
 		e := c.ents[n]
 		if e == nil {
-			id, ok := statID(d.h.SpecFile(n))
+			id, ok := fsx.StatID(d.h.SpecFile(n))
 			e = d.readSpec(n, id, ok)
 			c.ents[n] = e
 		}
@@ -158,9 +128,9 @@ func (d *Dispatcher) forgetSpecs(listed map[string]bool) {
 // listWorkers is config.ListWorkers, listed again only when the workers/
 // folder changed.
 func (d *Dispatcher) listWorkers() ([]string, error) {
-	id, ok := statID(d.h.WorkersDir())
+	id, ok := fsx.StatID(d.h.WorkersDir())
 	d.counts.ident.Add(1)
-	if ok && d.listed != nil && d.listedID.same(id) {
+	if ok && d.listed != nil && d.listedID.Same(id) {
 		return d.listed, nil
 	}
 	d.counts.list.Add(1)
@@ -175,14 +145,14 @@ func (d *Dispatcher) listWorkers() ([]string, error) {
 	d.listed, d.listedID = names, id
 	d.listGen++
 	if !ok {
-		d.listedID = fileID{racy: true}
+		d.listedID = fsx.Untrusted
 	}
 	return names, nil
 }
 
-// tasksID is the identity of a worker's tasks.json: the zero fileID when
+// tasksID is the identity of a worker's tasks.json: the zero fsx.FileID when
 // it is missing (a partition never changed), which is the same as itself.
-func tasksID(w home.Worker) fileID {
-	id, _ := statID(w.TasksFile())
+func tasksID(w home.Worker) fsx.FileID {
+	id, _ := fsx.StatID(w.TasksFile())
 	return id
 }

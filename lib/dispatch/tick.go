@@ -9,6 +9,7 @@ import (
 
 	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/tms"
 )
@@ -62,7 +63,7 @@ type workerState struct {
 	at      tms.Cursor
 	// The identities of its spec and tasks.json when it was read: a
 	// verifying pass evaluates it again only if one changed.
-	specID, tasksID fileID
+	specID, tasksID fsx.FileID
 	// broken: it could not be read (logged once): it counts for nothing
 	// and is evaluated again when its files change or at next
 	// (HoldRecheck), not at every tick.
@@ -71,7 +72,7 @@ type workerState struct {
 
 // unreadable is the cached state of worker w, which could not be read.
 func (d *Dispatcher) unreadable(w string) *workerState {
-	ws := &workerState{name: w, broken: true, next: d.clock.Now().Add(HoldRecheck), tasksID: tasksID(d.h.Worker(w)), specID: fileID{racy: true}}
+	ws := &workerState{name: w, broken: true, next: d.clock.Now().Add(HoldRecheck), tasksID: tasksID(d.h.Worker(w)), specID: fsx.Untrusted}
 	if e := d.specs.ents[w]; e != nil {
 		ws.specID = e.id
 	}
@@ -142,19 +143,19 @@ func (d *Dispatcher) needFull(held string) (verify, force bool) {
 // changedOnDisk tells whether ws's spec or tasks.json is not what was read.
 func (d *Dispatcher) changedOnDisk(ws *workerState) bool {
 	d.counts.ident.Add(2)
-	spec, ok := statID(d.h.SpecFile(ws.name))
-	return !ok || !ws.specID.same(spec) || !ws.tasksID.same(tasksID(d.h.Worker(ws.name)))
+	spec, ok := fsx.StatID(d.h.SpecFile(ws.name))
+	return !ok || !ws.specID.Same(spec) || !ws.tasksID.Same(tasksID(d.h.Worker(ws.name)))
 }
 
 // vaultChanged tells whether the vault folder changed since the last tick
 // (a key put or removed): held workers are evaluated again.
 func (d *Dispatcher) vaultChanged() bool {
-	id, ok := statID(d.h.Vault())
+	id, ok := fsx.StatID(d.h.Vault())
 	d.counts.ident.Add(1)
 	if !ok {
-		id = fileID{}
+		id = fsx.FileID{}
 	}
-	changed := !d.vaultID.same(id) && (d.vaultID != fileID{} || ok)
+	changed := !d.vaultID.Same(id) && (d.vaultID != fsx.FileID{} || ok)
 	d.vaultID = id
 	return changed
 }

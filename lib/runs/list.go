@@ -4,11 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
 )
 
@@ -76,8 +80,50 @@ func DataWorkers(h home.Home) ([]string, error) {
 }
 
 // IDs returns the run ids of worker w, oldest first. Folders whose name is
-// not a run id (a prune's trash, anything else) are not runs.
+// not a run id (a prune's trash, anything else) are not runs. With
+// CacheIDs on, a listing is kept by the folder's identity and read again
+// only when that changed: a stat instead of a listing of every run.
 func IDs(w home.Worker) ([]string, error) {
+	dir := w.Runs()
+	if !cacheIDs.Load() {
+		return listIDs(w)
+	}
+	id, ok := fsx.StatID(dir) // before the listing: a change during it shows next time
+	if ok {
+		if e, found := idsCache.Load(dir); found && e.(*idsEnt).id.Same(id) {
+			return slices.Clone(e.(*idsEnt).ids), nil
+		}
+	}
+	ids, err := listIDs(w)
+	if err == nil && ok {
+		idsCache.Store(dir, &idsEnt{id: id, ids: slices.Clone(ids)})
+	}
+	return ids, err
+}
+
+// CacheIDs turns IDs' listing cache on (or off): for a long-lived reader
+// that lists the same workers' runs again and again (roster-web's
+// overview); a one-shot command has nothing to gain from it.
+func CacheIDs(on bool) {
+	cacheIDs.Store(on)
+	if !on {
+		idsCache.Clear()
+	}
+}
+
+var (
+	cacheIDs atomic.Bool
+	idsCache sync.Map     // runs folder -> *idsEnt
+	listings atomic.Int64 // runs folders listed (the cache's test reads it)
+)
+
+type idsEnt struct {
+	id  fsx.FileID
+	ids []string
+}
+
+func listIDs(w home.Worker) ([]string, error) {
+	listings.Add(1)
 	ents, err := os.ReadDir(w.Runs())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"time"
 
 	"github.com/roster-sh/roster/lib/home"
@@ -199,21 +198,18 @@ func LocalDay(t time.Time, loc *time.Location) (start, end time.Time) {
 func SpentToday(h home.Home, worker string, now time.Time, loc *time.Location) (tokens int64, usd float64, err error) {
 	start, end := LocalDay(now, loc)
 	w := h.Worker(worker)
-	ents, err := os.ReadDir(w.Runs())
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, 0, nil
-	}
+	ids, err := IDs(w)
 	if err != nil {
-		return 0, 0, fmt.Errorf("list runs of %s: %w", worker, err)
+		return 0, 0, err
 	}
-	for _, e := range ents {
+	for _, id := range ids {
 		// A run's id is the time of its claim in UTC, its start a moment
 		// later: skip other days unread, with an hour's margin.
-		rt, err := home.RunTime(e.Name())
+		rt, err := home.RunTime(id)
 		if err != nil || rt.Before(start.Add(-idMargin)) || !rt.Before(end) {
 			continue
 		}
-		r, err := ReadRecord(w.Run(e.Name()))
+		r, err := ReadRecord(w.Run(id))
 		if err != nil || r.Standing != StandingProactive || r.StartedAt.Before(start) || !r.StartedAt.Before(end) {
 			continue
 		}
@@ -225,7 +221,7 @@ func SpentToday(h home.Home, worker string, now time.Time, loc *time.Location) (
 			}
 			continue
 		}
-		u, _ := UsageOf(w.Run(e.Name()), r, now) // a ledger that cannot be read: what was read counts
+		u, _ := UsageOf(w.Run(id), r, now) // a ledger that cannot be read: what was read counts
 		tokens += u.Tokens()
 		if u.USD != nil {
 			usd += *u.USD

@@ -2,9 +2,7 @@ package tms
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -240,19 +238,16 @@ func (b *Budget) measure(w home.Worker, now time.Time, zone *time.Location, pace
 // that started in [from, to). Run folders are named by their (UTC) start,
 // so older ones are skipped unread; unreadable records are skipped.
 func proactiveRuns(w home.Worker, from, to time.Time, fn func(r *runs.Record)) error {
-	ents, err := os.ReadDir(w.Runs())
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
+	ids, err := runs.IDs(w)
 	if err != nil {
 		return err
 	}
-	for _, e := range ents {
-		rt, err := home.RunTime(e.Name())
+	for _, id := range ids {
+		rt, err := home.RunTime(id)
 		if err != nil || rt.Before(from.Add(-time.Hour)) || !rt.Before(to) {
 			continue
 		}
-		r, err := runs.ReadRecord(w.Run(e.Name()))
+		r, err := runs.ReadRecord(w.Run(id))
 		if err != nil || r.Standing != Proactive || r.StartedAt.Before(from) || !r.StartedAt.Before(to) {
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/runs"
 )
 
 // By is the journal's `by` for the console's writes.
@@ -64,6 +65,10 @@ func New(cfg Config) (*Server, error) {
 	m.Write([]byte("roster-web csrf"))
 	s := &Server{cfg: cfg, csrf: hex.EncodeToString(m.Sum(nil)), tpl: tpl, codes: map[string]bool{}}
 	s.routes()
+	// A long-lived reader of the same runs folders: each worker's listing
+	// is read again only when the folder changed (a stat per worker and
+	// page instead of a listing of every run: the overview's budget).
+	runs.CacheIDs(true)
 	return s, nil
 }
 
