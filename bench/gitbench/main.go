@@ -4,7 +4,8 @@
 // upstream, then upload-pack from the mirror) against `git clone` from
 // the test remote itself, and a push of a ~10 MB change (the judge's ref
 // and content rules, the secret scan, the upstream push with leases)
-// against a push straight to the remote. The remote is `git http-backend`
+// against a push straight to the remote (a copy of its own, so neither
+// side's pushes are fetched by the other's). The remote is `git http-backend`
 // on 127.0.0.1; everything is loopback. It prints medians and ratios,
 // never a verdict.
 package main
@@ -48,6 +49,11 @@ func main() {
 	bare := filepath.Join(root, "app.git")
 	must(os.MkdirAll(root, 0o755))
 	seed(dir, bare, *size)
+	// The direct side has a copy of its own, the same content: pushed to
+	// the one remote, its 10 MB changes would be fetched into the mirror
+	// by the gateway side's next refresh, timed as the gateway's.
+	git("", "clone", "-q", "--bare", bare, filepath.Join(root, "direct.git"))
+	git(filepath.Join(root, "direct.git"), "config", "http.receivepack", "true")
 	remote := serveRemote(root, token)
 	svc := &repos.Service{Git: &repos.Git{}, Worker: "bench", Dir: filepath.Join(dir, "repos"),
 		Repos: []config.Repo{{Name: "app", Remote: remote + "/app.git", Credential: []string{"env:T"},
@@ -62,7 +68,7 @@ func main() {
 	must(err)
 	go g.Serve(l)
 	viaGateway := "http://" + l.Addr().String() + "/git/app"
-	direct := "http://x-access-token:" + token + "@" + strings.TrimPrefix(remote, "http://") + "/app.git"
+	direct := "http://x-access-token:" + token + "@" + strings.TrimPrefix(remote, "http://") + "/direct.git"
 
 	var cd, cg, pd, pg []float64
 	for i := 0; i < *rounds; i++ {
