@@ -17,7 +17,7 @@ const KnowledgeTimeout = 2 * time.Minute
 // Knowledge clones the run's knowledge repo into dir with the box's own
 // git, as the box user, and checks out branch, the run's own (empty: stay
 // on main, a read-only clone). With a bundle (the host's copy of main,
-// written for this run) it clones from that and points origin at url (the
+// written for this run) it clones from that, with origin at url (the
 // gateway's /git/knowledge), which fetches and pushes go to; without one,
 // or if that fails, it clones url itself. The host never checks out a
 // tree (docs/repos.md). An error says why; the box goes on without
@@ -45,10 +45,9 @@ func Knowledge(url, dir, branch, bundle string, env []string) error {
 	cloned := false
 	if bundle != "" {
 		if _, err := os.Stat(bundle); err == nil {
-			err = git("clone", "--quiet", "--branch", "main", "--", bundle, dir)
-			if err == nil {
-				err = git("-C", dir, "remote", "set-url", "origin", url)
-			}
+			// url read from the bundle for this clone alone: origin stays
+			// url (one git less than a clone of the bundle and a set-url).
+			err = git("-c", "url."+bundle+".insteadOf="+url, "clone", "--quiet", "--branch", "main", "--", url, dir)
 			if cloned = err == nil; !cloned {
 				os.RemoveAll(dir) // the gateway's clone below starts afresh
 			}

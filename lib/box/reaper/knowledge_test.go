@@ -67,6 +67,19 @@ func TestKnowledgeFromABundleOrTheURL(t *testing.T) {
 			}
 		})
 	}
+	// The bundle is what is read: an unreachable URL still clones, and
+	// stays origin.
+	gone := "http://127.0.0.1:9/git/knowledge"
+	dir0 := filepath.Join(t.TempDir(), "knowledge")
+	if err := Knowledge(gone, dir0, "run/r2", bundle, env); err != nil {
+		t.Fatalf("the clone did not come from the bundle: %v", err)
+	}
+	if got := git(t, dir0, "remote", "get-url", "origin"); got != gone {
+		t.Errorf("origin %q, want %q", got, gone)
+	}
+	if got := git(t, dir0, "rev-parse", "HEAD"); got != head {
+		t.Errorf("HEAD %s, want %s", got, head)
+	}
 	// Read-only: no branch, on main.
 	dir := filepath.Join(t.TempDir(), "knowledge")
 	if err := Knowledge(bare, dir, "", bundle, env); err != nil {
