@@ -3,6 +3,8 @@ package web
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -59,9 +61,13 @@ func Overview(ctx context.Context, h home.Home, now time.Time) ([]workerRow, *co
 		return nil, nil, err
 	}
 	specs, specErrs := config.LoadWorkers(h, names)
+	boxes := boxesOnHost()
 	rows := make([]workerRow, len(names))
 	fsx.Each(len(names), func(i int) {
 		rows[i] = overviewRow(ctx, h, org, names[i], specs[i], specErrs[i], now)
+		// A box on this host whose run is this worker's (an ad-hoc run
+		// started before midnight is in no claim and not in today's usage).
+		rows[i].Live = liveOf(h.Worker(names[i]), append(rows[i].Live, boxes...))
 	})
 	return rows, org, nil
 }
@@ -117,8 +123,22 @@ func overviewRow(ctx context.Context, h home.Home, org *config.Org, name string,
 		r.Box += time.Duration(today[i].WallSeconds * float64(time.Second))
 	}
 	r.Runs = len(today)
-	r.Live = liveOf(h.Worker(name), claims)
+	r.Live = claims // candidates: Overview keeps those whose box is alive
 	return r
+}
+
+// boxesOnHost is the run ids with a box's scratch folder on this host
+// (home.BoxScratch: one per box being run, of any home; a crash's leftover
+// is told apart by its box.json).
+func boxesOnHost() []string {
+	ents, _ := os.ReadDir(filepath.Dir(home.BoxScratch("x")))
+	var ids []string
+	for _, e := range ents {
+		if home.IsRunID(e.Name()) {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids
 }
 
 // liveOf is the runs among ids whose supervisor is alive (box.json read,

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/roster-sh/roster/lib/config"
+	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/tms"
 	"github.com/roster-sh/roster/lib/web/webtest"
 )
@@ -291,4 +293,31 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 		t.Fatalf("git %v: %v", args, err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// A live ad-hoc run begun yesterday is in no claim and not in today's
+// usage: the overview still shows it working, from the box's scratch
+// folder on this host and its box.json; once its box is gone it is not.
+func TestOverviewShowsALiveRunBegunBeforeMidnight(t *testing.T) {
+	e := newEnv(t)
+	id, err := e.b.LiveRunSince(time.Now().Add(-30 * time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := `href="/r/` + id + `"`
+	if page := e.get("/"); strings.Contains(page, link) {
+		t.Fatalf("no box scratch folder, yet shown live:\n%s", page)
+	}
+	scratch := home.BoxScratch(id)
+	if err := os.MkdirAll(scratch, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(scratch) })
+	if page := e.get("/"); !strings.Contains(page, link) || !strings.Contains(page, "working") {
+		t.Fatalf("the live run begun yesterday is not on the overview:\n%s", page)
+	}
+	os.Remove(home.BoxJSON(e.b.Home.Worker(e.b.Worker).Run(id)))
+	if page := e.get("/"); strings.Contains(page, link) {
+		t.Fatalf("a box without a live supervisor shown live:\n%s", page)
+	}
 }

@@ -187,7 +187,13 @@ func (b *Built) Path(parts ...string) string {
 // calling process (its box.json names this process), with a transcript
 // begun, and returns its id: the console takes it for live until End.
 func (b *Built) LiveRun() (string, error) {
-	now := time.Now().UTC().Truncate(time.Second)
+	return b.LiveRunSince(time.Now())
+}
+
+// LiveRunSince is LiveRun for a run that began at start (its id and
+// record say so), as a long ad-hoc session begun days ago.
+func (b *Built) LiveRunSince(start time.Time) (string, error) {
+	now := start.UTC().Truncate(time.Second)
 	id := home.NewRunID(now)
 	dir := b.Home.Worker(b.Worker).Run(id)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
