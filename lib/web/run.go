@@ -16,6 +16,7 @@ import (
 	"github.com/roster-sh/roster/lib/fsx"
 	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/runs"
+	"github.com/roster-sh/roster/lib/transcript"
 )
 
 // Bounds of what a run page shows whole.
@@ -260,17 +261,18 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// maxLiveLine bounds one line the live view decodes as an agent event;
-// a longer one arrives in pieces, each shown as a raw line (the page,
-// reloaded, renders it whole).
+// maxLiveLine bounds one line the live view decodes as an agent event; a
+// longer one is passed over and said in one note of its length (the page,
+// reloaded, renders it as roster-runs log does).
 const maxLiveLine = 1 << 20
 
 // tail reads a transcript from off, complete lines only (the rest waits
 // for its newline, or the run's end).
 type tail struct {
-	dir string
-	off int64
-	f   *os.File
+	dir  string
+	off  int64
+	f    *os.File
+	long int64 // > 0: bytes so far of an overlong line being passed over
 }
 
 func (t *tail) close() {
@@ -296,8 +298,34 @@ func (t *tail) send(w io.Writer, agent string, over bool) error {
 	br := bufio.NewReaderSize(t.f, maxLiveLine)
 	for sent := 0; sent < 1<<20; {
 		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) || (errors.Is(err, io.EOF) && over && len(line) > 0) {
-			err = nil // a line longer than the buffer, or the last one: sent as it is
+		full := errors.Is(err, bufio.ErrBufferFull)
+		if t.long > 0 || full {
+			// An overlong line: passed over to its end, then said once.
+			t.off += int64(len(line))
+			sent += len(line)
+			t.long += int64(len(line))
+			if full || (errors.Is(err, io.EOF) && !over) {
+				if err != nil && !full {
+					return nil // its end is not written yet
+				}
+				continue
+			}
+			n := t.long
+			if err == nil {
+				n-- // the newline
+			}
+			t.long = 0
+			note := entry{Kind: transcript.Raw, Text: fmt.Sprintf("[roster: a line of %d bytes, too long to follow live: reload the page, or roster-runs log --raw]", n)}
+			if err := sendEntry(w, note); err != nil {
+				return err
+			}
+			if err != nil {
+				return ignoreEOF(err)
+			}
+			continue
+		}
+		if errors.Is(err, io.EOF) && over && len(line) > 0 {
+			err = nil // the last line, without its newline: sent as it is
 		} else if err != nil {
 			return ignoreEOF(err)
 		}

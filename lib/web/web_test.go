@@ -321,3 +321,41 @@ func TestOverviewShowsALiveRunBegunBeforeMidnight(t *testing.T) {
 		t.Fatalf("a box without a live supervisor shown live:\n%s", page)
 	}
 }
+
+// A live run's events: a line longer than maxLiveLine is passed over and
+// said in one note of its length, written in pieces across polls as a
+// box writes it; the lines around it arrive as entries; "end" closes the
+// stream once the run is over.
+func TestLiveEventsPassOverAnOverlongLine(t *testing.T) {
+	e := newEnv(t)
+	e.s.cfg.Poll = 10 * time.Millisecond
+	id, err := e.b.LiveRun()
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", 3<<20)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		e.b.AppendTranscript(id, long[:1<<20]) // half a line: waits for the rest
+		time.Sleep(50 * time.Millisecond)
+		e.b.AppendTranscript(id, long[1<<20:]+"\nafter the long line\n")
+		time.Sleep(50 * time.Millisecond)
+		e.b.End(id)
+	}()
+	w := e.do("GET", "/r/"+id+"/events?from=0", nil)
+	body := w.Body.String()
+	if w.Code != http.StatusOK || !strings.HasSuffix(body, "event: end\ndata: run over\n\n") {
+		t.Fatalf("events: %d, ends %q", w.Code, body[max(0, len(body)-200):])
+	}
+	if strings.Contains(body, "xxxxxxxxxx") {
+		t.Fatalf("a piece of the overlong line was sent (%d bytes of events)", len(body))
+	}
+	for _, want := range []string{"live run begins", "a line of 3145728 bytes, too long to follow live", "after the long line"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("events lack %q:\n%s", want, body)
+		}
+	}
+	if n := strings.Count(body, "too long to follow live"); n != 1 {
+		t.Errorf("the overlong line said %d times", n)
+	}
+}
