@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"html/template"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -37,6 +38,10 @@ type Config struct {
 	// Poll is how often a live run's page looks for more transcript
 	// (0: 500 ms).
 	Poll time.Duration
+	// Log gets a line for every write the console makes (nil:
+	// slog.Default()): pause and resume, which no journal records (the
+	// spec's event list has no place for them), are told there.
+	Log *slog.Logger
 }
 
 // Server is the console: an http.Handler over one home.
@@ -56,6 +61,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = 500 * time.Millisecond
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
 	}
 	tpl, err := parseTemplates()
 	if err != nil {

@@ -1,7 +1,9 @@
 package web
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -215,11 +217,24 @@ func TestGateApprovedFromTheWebIsJournaledByOperatorWeb(t *testing.T) {
 
 func TestPauseResumeAndRequeueAreTheCLIsWrites(t *testing.T) {
 	e := newEnv(t)
+	var logged bytes.Buffer
+	e.s.cfg.Log = slog.New(slog.NewTextHandler(&logged, nil))
 	if w := e.do("POST", "/w/kreacher/resume", url.Values{"csrf": {e.s.csrf}}); w.Code != http.StatusSeeOther {
 		t.Fatalf("resume: %d\n%s", w.Code, w.Body)
 	}
 	if spec, _ := config.LoadWorker(e.b.Home, "kreacher"); spec.Paused {
 		t.Fatal("resume left the worker paused")
+	}
+	if w := e.do("POST", "/w/kreacher/pause", url.Values{"csrf": {e.s.csrf}}); w.Code != http.StatusSeeOther {
+		t.Fatalf("pause: %d\n%s", w.Code, w.Body)
+	}
+	if spec, _ := config.LoadWorker(e.b.Home, "kreacher"); !spec.Paused {
+		t.Fatal("pause left the worker running")
+	}
+	for _, want := range []string{`msg="worker resumed" worker=kreacher by="operator (web)"`, `msg="worker paused" worker=kreacher by="operator (web)"`} {
+		if !strings.Contains(logged.String(), want) {
+			t.Errorf("the console's log lacks %s:\n%s", want, logged.String())
+		}
 	}
 	if w := e.do("POST", "/w/dobby/requeue", url.Values{"csrf": {e.s.csrf}, "task": {e.b.GateTask}}); w.Code != http.StatusSeeOther {
 		t.Fatalf("requeue: %d\n%s", w.Code, w.Body)

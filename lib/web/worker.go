@@ -189,6 +189,7 @@ func (s *Server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) 
 	if paused {
 		what = "paused"
 	}
+	s.cfg.Log.Info("worker "+what, "worker", name, "by", By)
 	done(w, r, "/w/"+url.PathEscape(name), "worker "+name+" "+what)
 }
 
