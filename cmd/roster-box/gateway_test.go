@@ -139,10 +139,9 @@ roster-task complete asked`)
 	}
 	// Only the model call: the box's pid 1 clones ~/knowledge from the
 	// run's bundle, not through the gateway.
-	lines := all
-	if len(lines) != 1 || lines[0].Kind != "model" || lines[0].Provider != "anthropic" || lines[0].Status != 200 ||
-		lines[0].Path != "/v1/messages" || lines[0].InputTokens != 11 || lines[0].RequestID != "req_test_1" {
-		t.Errorf("ledger %+v", lines)
+	if len(all) != 1 || all[0].Kind != "model" || all[0].Provider != "anthropic" || all[0].Status != 200 ||
+		all[0].Path != "/v1/messages" || all[0].InputTokens != 11 || all[0].RequestID != "req_test_1" {
+		t.Errorf("ledger %+v", all)
 	}
 	// the socket folder is the run's own and gone after it
 	if _, err := os.Stat(filepath.Join("/run/roster/gw", rec.ID)); !os.IsNotExist(err) {

@@ -163,7 +163,7 @@ func TestClaudePlan(t *testing.T) {
 
 func TestWithoutAGatewayTheKeyIsTheOperatorsVariable(t *testing.T) {
 	in := anthropicInput()
-	in.BaseURL, in.Key, in.KeyEnv = "https://api.anthropic.com", "", "ANTHROPIC_API_KEY"
+	in.BaseURL, in.Key, in.KeyEnv = "https://models.example", "", "ANTHROPIC_API_KEY"
 	pi, _ := For("pi")
 	p, err := pi.Prepare(in)
 	if err != nil || !strings.Contains(string(p.Files["pi/models.json"]), `"apiKey": "ANTHROPIC_API_KEY"`) {

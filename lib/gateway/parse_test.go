@@ -20,9 +20,9 @@ func TestParseGrant(t *testing.T) {
 		prefix string
 		port   int
 	}{
-		{"github.com", "github.com", false, "", 0},
-		{"GitHub.com.", "github.com", false, "", 0},
-		{"*.githubusercontent.com", "githubusercontent.com", true, "", 0},
+		{"forge.example", "forge.example", false, "", 0},
+		{"Forge.Example.", "forge.example", false, "", 0},
+		{"*.content.example", "content.example", true, "", 0},
 		{"pkgs.example:443", "pkgs.example", false, "", 443},
 		{"10.0.0.5:5432", "", false, "10.0.0.5/32", 5432},
 		{"10.0.0.5", "", false, "10.0.0.5/32", 0},
@@ -46,8 +46,8 @@ func TestParseGrant(t *testing.T) {
 			t.Errorf("%q: %+v", tc.in, g)
 		}
 	}
-	for _, bad := range []string{"", " github.com", "http://x", "x:0", "x:65536", "x:", "x:+1", "*.", "*.com", "*.10.0.0.1",
-		"a..b", "-a.com", "[::1]", "::1:443x", "fe80::1%eth0", "ex ample.com", "münchen.de", "x/y", "[::1]x"} {
+	for _, bad := range []string{"", " forge.example", "http://x", "x:0", "x:65536", "x:", "x:+1", "*.", "*.example", "*.10.0.0.1",
+		"a..b", "-a.example", "[::1]", "::1:443x", "fe80::1%eth0", "ex ample.example", "münchen.example", "x/y", "[::1]x"} {
 		if _, err := parseGrant(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -219,8 +219,8 @@ func TestFramingFollowsKeptAliveRequests(t *testing.T) {
 // ungranted name.
 func FuzzProxyTarget(f *testing.F) {
 	for _, s := range [][2]string{
-		{"github.com:443", "github.com"}, {"[::1]:443", "[::1]:443"}, {"10.0.0.5:5432", "10.0.0.0/8:5432"},
-		{"raw.githubusercontent.com:443", "*.githubusercontent.com"}, {"http://pkgs.example/simple/", "pkgs.example:80"},
+		{"forge.example:443", "forge.example"}, {"[::1]:443", "[::1]:443"}, {"10.0.0.5:5432", "10.0.0.0/8:5432"},
+		{"raw.content.example:443", "*.content.example"}, {"http://pkgs.example/simple/", "pkgs.example:80"},
 		{"2130706433:443", "127.0.0.1"}, {"[fe80::1%25eth0]:443", "fe80::/10"}, {"a..b:1", "*."}, {"http://[::ffff:7f00:1]:80/", "::ffff:127.0.0.1"},
 	} {
 		f.Add(s[0], s[1])

@@ -57,11 +57,15 @@ const ContainerRoot = "/run/roster"
 // ContainerID is the libcontainer id of a run's box.
 func ContainerID(run string) string { return "roster-" + run }
 
+// BoxScratchDir holds one scratch folder per box being run on this host
+// (BoxScratch), of any home.
+const BoxScratchDir = ContainerRoot + "/boxes"
+
 // Under ContainerRoot, beside libcontainer's state: a run's scratch folder
 // (its generated /etc and ~/self), its gateway folder (the socket only its
 // box is given) and the shared generated root.
 func ContainerDir(run string) string   { return filepath.Join(ContainerRoot, ContainerID(run)) }
-func BoxScratch(run string) string     { return filepath.Join(ContainerRoot, "boxes", run) }
+func BoxScratch(run string) string     { return filepath.Join(BoxScratchDir, run) }
 func GatewayDir(run string) string     { return filepath.Join(ContainerRoot, "gw", run) }
 func GeneratedRoot(name string) string { return filepath.Join(ContainerRoot, name) }
 

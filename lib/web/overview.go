@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sort"
 	"time"
 
@@ -131,7 +130,7 @@ func overviewRow(ctx context.Context, h home.Home, org *config.Org, name string,
 // (home.BoxScratch: one per box being run, of any home; a crash's leftover
 // is told apart by its box.json).
 func boxesOnHost() []string {
-	ents, _ := os.ReadDir(filepath.Dir(home.BoxScratch("x")))
+	ents, _ := os.ReadDir(home.BoxScratchDir)
 	var ids []string
 	for _, e := range ents {
 		if home.IsRunID(e.Name()) {
