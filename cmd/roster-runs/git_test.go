@@ -10,6 +10,8 @@ import (
 
 	"github.com/roster-sh/roster/lib/cli"
 	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/repos"
+	"github.com/roster-sh/roster/lib/repos/gittest"
 	"github.com/roster-sh/roster/lib/runs"
 )
 
@@ -64,4 +66,44 @@ func runOK(t *testing.T, h home.Home, args ...string) string {
 		t.Fatalf("%v: exit %d: %s", args, code, errb.String())
 	}
 	return out.String()
+}
+
+// `prune` takes the knowledge repo's run/RUN branches with the runs it
+// deleted, each only if its run folder is gone; main, other branches and
+// a kept run's branch stay, and a dry run deletes no branch.
+func TestPruneTakesTheKnowledgeBranchesOfPrunedRuns(t *testing.T) {
+	h := home.Home{Dir: t.TempDir()}
+	w := h.Worker("dobby")
+	ids := []string{"2026-12-06-10-00-00-aaaa", "2026-12-06-10-00-02-bbbb", "2026-12-06-10-00-04-cccc"}
+	for i, id := range ids {
+		end := time.Date(2026, 12, 6, 10, 0, 2*i+1, 0, time.UTC)
+		rec := &runs.Record{ID: id, Worker: "dobby", Kind: "filed", StartedAt: end.Add(-time.Second), EndedAt: &end, Ended: "done"}
+		if err := os.MkdirAll(w.Run(id), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := runs.WriteRecord(w.Run(id), rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := repos.MakeWorkerKnowledge(context.Background(), w.Knowledge(), "dobby"); err != nil {
+		t.Fatal(err)
+	}
+	main := gittest.Git(t, w.Knowledge(), "rev-parse", "main")
+	for _, b := range []string{"run/" + ids[0], "run/" + ids[1], "run/" + ids[2], "run/2026-12-01-00-00-00-hand", "topic"} {
+		gittest.Git(t, w.Knowledge(), "update-ref", "refs/heads/"+b, main)
+	}
+	refs := func() string { return gittest.Git(t, w.Knowledge(), "for-each-ref", "--format=%(refname:short)") }
+	before := refs()
+	runOK(t, h, "prune", "--keep", "1", "--dry-run")
+	if got := refs(); got != before {
+		t.Fatalf("a dry run changed the branches:\n%s", got)
+	}
+	if out := runOK(t, h, "prune", "--keep", "1"); out != ids[0]+"\n"+ids[1]+"\n" && out != ids[1]+"\n"+ids[0]+"\n" {
+		t.Fatalf("pruned:\n%s", out)
+	}
+	// The branch of a run whose folder went by hand goes too: its run is gone.
+	want := "main\nrun/" + ids[2] + "\ntopic"
+	if got := refs(); got != want {
+		t.Fatalf("branches left:\n%s\nwant:\n%s", got, want)
+	}
 }

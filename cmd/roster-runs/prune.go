@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/roster-sh/roster/lib/cli"
 	"github.com/roster-sh/roster/lib/config"
 	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/home"
+	"github.com/roster-sh/roster/lib/repos"
 	"github.com/roster-sh/roster/lib/runs"
 )
 
@@ -57,9 +61,33 @@ func (c *PruneCmd) Run(g *cli.Globals, env *cli.Env) error {
 	if c.DryRun {
 		env.Warn("dry run: %d run folders would be deleted, none was", len(pruned))
 	}
+	if !c.DryRun {
+		problems = append(problems, pruneKnowledge(env.Ctx, h, pruned)...)
+	}
 	var fails cli.Failures
 	for _, p := range problems {
 		fails.Report(env, p)
 	}
 	return fails.Exit()
+}
+
+// pruneKnowledge deletes, in each worker whose runs were pruned, the
+// knowledge repo's run/RUN branches whose run folder is gone: knowledge
+// branches go with their runs (docs/repos.md). A worker with no knowledge
+// repo is passed over; one whose branches cannot be pruned is a problem
+// that leaves the others to go on.
+func pruneKnowledge(ctx context.Context, h home.Home, pruned []runs.Pruned) []error {
+	var problems []error
+	done := map[string]bool{}
+	for _, p := range pruned {
+		if done[p.Worker] {
+			continue
+		}
+		done[p.Worker] = true
+		w := h.Worker(p.Worker)
+		if _, err := repos.PruneKnowledge(ctx, filepath.Join(w.Dir, "repos"), w.Knowledge(), w.Runs()); err != nil {
+			problems = append(problems, &runs.PruneError{Worker: p.Worker, Err: fmt.Errorf("its knowledge repo's run branches: %w", err)})
+		}
+	}
+	return problems
 }

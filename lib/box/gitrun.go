@@ -2,9 +2,7 @@ package box
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -73,13 +71,9 @@ func runGit(part *tms.Partition, sources creds.Creds, granted []string, run, tas
 		Repos: spec.Repos, Token: token, Secrets: secrets, HookArgv: []string{self, GitHookCommand}, Run: run}
 	if knowledge != "" {
 		svc.Knowledge = &repos.Knowledge{Dir: w.Knowledge(), ReadOnly: knowledge == "read"}
-		kept := func(id string) bool {
-			_, err := os.Lstat(filepath.Join(w.Runs(), id))
-			return !errors.Is(err, fs.ErrNotExist) // unreadable: kept
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := svc.PrepareKnowledge(ctx, kept); err != nil {
+		if err := svc.PrepareKnowledge(ctx); err != nil {
 			return nil, errs.WithHint(fmt.Errorf("the knowledge repo %s: %w", svc.Knowledge.Dir, err),
 				"check it with git fsck; a repo moved aside is made again, empty, at the next run")
 		}

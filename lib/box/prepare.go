@@ -79,6 +79,7 @@ func Prepare(ctx context.Context, r Request) (*Supervision, error) {
 		sup.Gateway, genv = runGateway(part, s, sup.Task, time.Now())
 		s.Env = append(s.Env, genv...)
 		s.GitConfig = GitConfig(spec, s.Knowledge != "")
+		mark(ctx, "gateway configured")
 	}
 	if spec.Agent != "" && len(r.Command) == 0 {
 		if sup.Agent, err = prepareAgent(spec, org, s); err != nil {

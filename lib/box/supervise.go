@@ -252,6 +252,7 @@ func (s *Supervision) prepare(ctx context.Context) (*supervised, error) {
 		if err := s.serveGateway(r); err != nil {
 			return r, fmt.Errorf("gateway: %w", err)
 		}
+		mark(ctx, "gateway serving")
 	}
 	return r, nil
 }

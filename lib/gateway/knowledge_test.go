@@ -28,7 +28,7 @@ func newKnowledgeRig(t *testing.T, run string, readOnly bool) *knowledgeRig {
 	k := &repos.Knowledge{Dir: filepath.Join(wdir, "knowledge.git"), ReadOnly: readOnly}
 	svc := &repos.Service{Git: &repos.Git{}, Worker: "dobby", Dir: filepath.Join(wdir, "repos"), Run: run,
 		Knowledge: k, HookArgv: []string{os.Args[0]}}
-	if err := svc.PrepareKnowledge(context.Background(), nil); err != nil {
+	if err := svc.PrepareKnowledge(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	rg := newRig(t, Config{Git: svc, Run: run})
@@ -57,7 +57,7 @@ func TestKnowledgeIsMadeOnceWithAnEmptyFirstCommit(t *testing.T) {
 	if got := gittest.Git(t, k.dir, "ls-tree", "-r", "main"); got != "" {
 		t.Fatalf("the first commit's tree is not empty: %q", got)
 	}
-	if err := k.svc.PrepareKnowledge(context.Background(), nil); err != nil {
+	if err := k.svc.PrepareKnowledge(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := k.svc.Git.MakeKnowledge(context.Background(), k.dir, "dobby"); err != nil {

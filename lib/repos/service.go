@@ -111,29 +111,53 @@ func (s *Service) isKnowledge(r config.Repo) bool {
 	return s.Knowledge != nil && r.Name == KnowledgeName && r.Remote == s.Knowledge.Dir
 }
 
-// PrepareKnowledge makes the worker's knowledge repo if it is missing and
-// prunes the run/RUN branches of runs gone (keep tells a run whose record
-// is still kept), under the repo's lock.
-func (s *Service) PrepareKnowledge(ctx context.Context, keep func(run string) bool) error {
+// PrepareKnowledge makes the worker's knowledge repo if it is missing,
+// under the repo's lock. (Its run/RUN branches are pruned with their
+// runs, by PruneKnowledge, not on a run's start.)
+func (s *Service) PrepareKnowledge(ctx context.Context) error {
 	if s.Knowledge == nil {
 		return nil
 	}
 	if err := s.setup(); err != nil {
 		return err
 	}
-	r := s.Knowledge.grant(s.Run)
-	unlock, err := s.flock(ctx, r)
+	if _, err := os.Stat(filepath.Join(s.Knowledge.Dir, "HEAD")); err == nil {
+		return nil // made: no lock to take
+	}
+	unlock, err := s.flock(ctx, s.Knowledge.grant(s.Run))
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := s.Git.MakeKnowledge(ctx, s.Knowledge.Dir, s.Worker); err != nil {
-		return err
+	return s.Git.MakeKnowledge(ctx, s.Knowledge.Dir, s.Worker)
+}
+
+// PruneKnowledge deletes the run/RUN branches of a worker's knowledge
+// repo (dir) whose run folder in runsDir is gone, under the repo's lock
+// in reposDir (the worker's repos folder, where its runs take it): the
+// branches go with their runs (`roster-runs prune`, runs.keep). No
+// knowledge repo: nothing to do. It returns the branches deleted.
+func PruneKnowledge(ctx context.Context, reposDir, dir, runsDir string) ([]string, error) {
+	if _, err := os.Stat(filepath.Join(dir, "HEAD")); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
 	}
-	if keep != nil {
-		_, err = s.Git.PruneRunBranches(ctx, s.Knowledge.Dir, keep)
+	bin, err := Find()
+	if err != nil {
+		return nil, err
 	}
-	return err
+	s := &Service{Git: &Git{Bin: bin}, Dir: reposDir, Knowledge: &Knowledge{Dir: dir}}
+	if err := s.setup(); err != nil {
+		return nil, err
+	}
+	unlock, err := s.flock(ctx, s.Knowledge.grant(""))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return s.Git.PruneRunBranches(ctx, dir, func(run string) bool {
+		_, err := os.Lstat(filepath.Join(runsDir, run))
+		return !errors.Is(err, os.ErrNotExist) // unreadable: kept
+	})
 }
 
 // repoDir is where name is served from: a host repo's own path, or the
