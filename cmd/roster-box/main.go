@@ -8,6 +8,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/roster-sh/roster/lib/box"
 	"github.com/roster-sh/roster/lib/cli"
+	"github.com/roster-sh/roster/lib/home"
 	"github.com/roster-sh/roster/lib/repos"
 )
 
@@ -47,5 +49,8 @@ func main() {
 		// (lib/repos): not a command for people, so not in the grammar.
 		os.Exit(repos.HookMain(os.Stdin, os.Stderr))
 	}
+	// One roster-box runs per box: git's version line is kept on the host's
+	// runtime tmpfs rather than asked of git at every gateway run's start.
+	repos.VersionCache = filepath.Join(home.ContainerRoot, "git-version")
 	os.Exit(cli.Main("roster-box", &CLI{}, os.Args[1:]))
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/roster-sh/roster/lib/errs"
+	"github.com/roster-sh/roster/lib/fsx"
 )
 
 // MinGit is the oldest git roster drives: safe.bareRepository (2.38) is
@@ -29,13 +30,41 @@ type Git struct {
 // ErrNoGit is git missing or too old on the host.
 var ErrNoGit = errors.New("git")
 
-var versionOnce = sync.OnceValues(func() (string, error) {
-	out, err := exec.Command("git", "version").Output()
+var versionOnce = sync.OnceValues(func() (string, error) { return gitVersion(VersionCache) })
+
+// gitVersion is `git version`'s line, from cache (a file, "": none) when
+// it names the git on PATH as it is now.
+func gitVersion(cache string) (string, error) {
+	bin, err := exec.LookPath("git")
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimSpace(string(out)), nil
-})
+	id, ok := fsx.StatID(bin)
+	cached := ok && !id.Racy && cache != ""
+	if cached {
+		if b, err := os.ReadFile(cache); err == nil {
+			if key, v, ok := strings.Cut(strings.TrimSpace(string(b)), "\n"); ok && key == bin+" "+id.String() {
+				return v, nil
+			}
+		}
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		return "", err
+	}
+	v := strings.TrimSpace(string(out))
+	if cached && !strings.Contains(v, "\n") {
+		_ = fsx.WriteFile(cache, []byte(bin+" "+id.String()+"\n"+v+"\n"), 0o644) // a cache: its failure costs one `git version` next time
+	}
+	return v, nil
+}
+
+// VersionCache, if set, is a file where Find keeps `git version`'s line
+// with the path and identity (device, inode, size, times) of the git it
+// came from: a program started for every run (roster-box) then runs `git
+// version` only when the host's git changed. A git replaced in place, or
+// within a second of its change, is asked again.
+var VersionCache string
 
 // Find returns the host's git if it is MinGit or newer; otherwise an error
 // saying what is needed (exit 14).

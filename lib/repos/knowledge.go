@@ -172,28 +172,3 @@ func (g *Git) PruneRunBranches(ctx context.Context, dir string, keep func(run st
 	}
 	return gone, nil
 }
-
-// BundleKnowledge writes the knowledge repo's main (and HEAD) as a git
-// bundle at path, readable by the box user: the box's pid 1 clones from
-// it instead of through the gateway (the same objects and refs, three
-// HTTP exchanges and three host git processes fewer on every start), then
-// points origin at the gateway. Nothing is checked out on the host. No
-// knowledge repo for this run: nothing is written.
-func (s *Service) BundleKnowledge(ctx context.Context, path string) error {
-	if s.Knowledge == nil {
-		return nil
-	}
-	if err := s.setup(); err != nil {
-		return err
-	}
-	tmp := path + ".new"
-	if _, err := s.Git.Run(ctx, s.Knowledge.Dir, nil, "bundle", "create", "--quiet", tmp, "HEAD", "refs/heads/main"); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("the knowledge bundle: %w", err)
-	}
-	if err := os.Chmod(tmp, 0o644); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path) // scratch on tmpfs: gone with the run, nothing to make durable
-}
