@@ -65,6 +65,14 @@ func TestKnowledgeFromABundleOrTheURL(t *testing.T) {
 			if got := git(t, dir, "rev-parse", "origin/main"); got != head {
 				t.Errorf("origin/main %s", got)
 			}
+			if got := git(t, dir, "status", "--porcelain"); got != "" {
+				t.Errorf("the clone is not clean:\n%s", got)
+			}
+			// The branch is git's own: a commit on it moves it, main stays.
+			git(t, dir, "-c", "user.name=w", "-c", "user.email=w@x", "commit", "-q", "--allow-empty", "-m", "learned")
+			if got := git(t, dir, "rev-parse", "run/r1~1", "main"); got != head+"\n"+head {
+				t.Errorf("after a commit, run/r1~1 and main are %q, want %s twice", got, head)
+			}
 		})
 	}
 	// The bundle is what is read: an unreachable URL still clones, and
@@ -91,5 +99,38 @@ func TestKnowledgeFromABundleOrTheURL(t *testing.T) {
 	// Neither: the error says why.
 	if err := Knowledge("/nonexistent/k.git", filepath.Join(t.TempDir(), "k"), "", "", env); err == nil || !strings.Contains(err.Error(), "git clone") {
 		t.Errorf("err %v", err)
+	}
+}
+
+// startBranch does `checkout -b` from a fresh clone's main without git,
+// and refuses anything else (the caller then asks git).
+func TestStartBranchOnlyFromAFreshMain(t *testing.T) {
+	bare, _, head := knowledgeRepo(t)
+	dir := filepath.Join(t.TempDir(), "k")
+	git(t, "", "clone", "-q", bare, dir)
+	if err := startBranch(dir, "run/r1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := git(t, dir, "symbolic-ref", "HEAD"); got != "refs/heads/run/r1" {
+		t.Fatalf("HEAD %s", got)
+	}
+	if got := git(t, dir, "rev-parse", "run/r1"); got != head {
+		t.Fatalf("run/r1 at %s, want %s", got, head)
+	}
+	if err := startBranch(dir, "run/r2"); err == nil {
+		t.Error("HEAD not on main: made a branch")
+	}
+	git(t, dir, "checkout", "-q", "main")
+	if err := startBranch(dir, "run/r1"); err == nil {
+		t.Error("made a branch that exists")
+	}
+	for _, b := range []string{"../x", "/abs"} {
+		if err := startBranch(dir, b); err == nil {
+			t.Errorf("made branch %q", b)
+		}
+	}
+	git(t, dir, "pack-refs", "--all")
+	if err := startBranch(dir, "run/r3"); err == nil {
+		t.Error("main packed: made a branch")
 	}
 }
