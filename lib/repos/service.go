@@ -94,9 +94,13 @@ func (s *Service) setup() error {
 				script += " '" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 			}
 			script += " pre-receive\n"
-			if err := fsx.WriteFile(filepath.Join(hooks, "pre-receive"), []byte(script), 0o700); err != nil {
-				s.setupErr = err
-				return
+			// Written when it differs, not at every run: its durable write
+			// was a disk flush on every gateway run's start.
+			if hook := filepath.Join(hooks, "pre-receive"); !sameFile(hook, script, 0o700) {
+				if err := fsx.WriteFile(hook, []byte(script), 0o700); err != nil {
+					s.setupErr = err
+					return
+				}
 			}
 		}
 		g := *s.Git
@@ -104,6 +108,16 @@ func (s *Service) setup() error {
 		s.Git = &g
 	})
 	return s.setupErr
+}
+
+// sameFile tells whether path holds content with mode perm.
+func sameFile(path, content string, perm os.FileMode) bool {
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != perm || st.Size() != int64(len(content)) {
+		return false
+	}
+	b, err := os.ReadFile(path)
+	return err == nil && string(b) == content
 }
 
 // isKnowledge tells the knowledge repo's grant.

@@ -52,3 +52,39 @@ func TestGitVersionIsCachedByTheBinarysIdentity(t *testing.T) {
 		t.Fatalf("no cache: version %q after %d calls", v, asked())
 	}
 }
+
+// The pre-receive hook is written when it differs, not at every run.
+func TestHookWrittenOnlyWhenItDiffers(t *testing.T) {
+	dir := t.TempDir()
+	hook := filepath.Join(dir, ".hooks", "pre-receive")
+	setup := func(argv ...string) os.FileInfo {
+		t.Helper()
+		s := &Service{Git: &Git{}, Dir: dir, HookArgv: argv}
+		if err := s.setup(); err != nil {
+			t.Fatal(err)
+		}
+		if s.Git.HooksDir != filepath.Join(dir, ".hooks") {
+			t.Fatalf("hooks dir %q", s.Git.HooksDir)
+		}
+		st, err := os.Stat(hook)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	first := setup("/opt/roster-box", "hook")
+	if again := setup("/opt/roster-box", "hook"); !os.SameFile(first, again) {
+		t.Error("the same hook was written again")
+	}
+	moved := setup("/usr/bin/roster-box", "hook")
+	if os.SameFile(first, moved) {
+		t.Fatal("a hook naming another program was not written")
+	}
+	if b, _ := os.ReadFile(hook); !strings.Contains(string(b), "'/usr/bin/roster-box' 'hook' pre-receive") {
+		t.Fatalf("hook:\n%s", b)
+	}
+	os.Chmod(hook, 0o755)
+	if st := setup("/usr/bin/roster-box", "hook"); st.Mode().Perm() != 0o700 {
+		t.Errorf("a hook of another mode kept %v", st.Mode())
+	}
+}
