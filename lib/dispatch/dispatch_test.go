@@ -492,6 +492,16 @@ func (f *fixture) run(d *Dispatcher) (stop func()) {
 		if err := <-done; err != nil {
 			f.t.Fatalf("Run after cancel: %v", err)
 		}
+		// Run leaves daily jobs it started to end on their own; one that
+		// writes dispatch.json after the test would race its folder's
+		// removal.
+		waited := make(chan struct{})
+		go func() { d.WaitDaily(); close(waited) }()
+		select {
+		case <-waited:
+		case <-time.After(30 * time.Second):
+			f.t.Fatalf("daily jobs still under way 30 s after stop\n%s", f.log)
+		}
 	}
 }
 
