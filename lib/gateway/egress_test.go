@@ -143,6 +143,12 @@ func TestEgressRefusals(t *testing.T) {
 		{addr, runs.RefuseIPLiteral},
 		{"10.9.1.1:443", runs.RefuseIPLiteral}, // the CIDR is listed for 5432 only
 		{"[::1]:443", runs.RefuseIPLiteral},
+		// Public address literals, not granted: refused as literals, never
+		// looked up or dialed (the rig's loopbackOnly fails the test if
+		// the gateway dials anything but loopback).
+		{"8.8.8.8:443", runs.RefuseIPLiteral},
+		{"140.82.112.3:443", runs.RefuseIPLiteral},
+		{"[2606:4700::1111]:443", runs.RefuseIPLiteral},
 		{"granted.test:443", runs.RefusePrivateAddress},
 		{"lan.granted.test:443", runs.RefusePrivateAddress},
 		{"cgnat.granted.test:443", runs.RefusePrivateAddress},

@@ -92,6 +92,10 @@ func TestGrantMatching(t *testing.T) {
 	}
 }
 
+// refusedAddr classifies addresses only: no gateway, resolver or dialer
+// is made here, so the public addresses below (which must classify as
+// public) are never looked up or dialed. A box asking for them through
+// the gateway is refused before any lookup or dial: TestEgressRefusals.
 func TestRefusedAddressRanges(t *testing.T) {
 	for _, s := range []string{"127.0.0.1", "127.8.9.10", "10.1.1.1", "172.16.0.1", "192.168.1.1", "169.254.169.254",
 		"100.64.0.1", "100.127.255.255", "0.0.0.0", "0.1.2.3", "224.0.0.1", "255.255.255.255", "::", "::1", "fe80::1",
