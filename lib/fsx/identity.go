@@ -40,13 +40,13 @@ func StatID(path string) (FileID, bool) {
 		Racy: time.Now().UnixNano()-ctime < int64(RacyWindow)}, true
 }
 
-// Same tells whether a and b are the same trusted version.
 // String is the identity as text, for a cache kept in a file (the
 // racy mark is not in it: check Racy before keeping one).
 func (a FileID) String() string {
 	return fmt.Sprintf("%d:%d:%d:%d:%d", a.dev, a.ino, a.size, a.mtime, a.ctime)
 }
 
+// Same tells whether a and b are the same trusted version.
 func (a FileID) Same(b FileID) bool {
 	return !a.Racy && a.dev == b.dev && a.ino == b.ino && a.size == b.size && a.mtime == b.mtime && a.ctime == b.ctime
 }

@@ -2,13 +2,14 @@ package repos
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/roster-sh/roster/lib/fsx"
 )
 
 // bundlePrefix names the worker's cached knowledge bundle in its repos
@@ -77,17 +78,13 @@ func (s *Service) cachedBundle(ctx context.Context, main, path string) error {
 	return nil
 }
 
-// keepBundle makes a durable copy of the bundle at path the cache of
-// main, and drops the cache of any other commit. A failure costs only a
-// git bundle at the next run.
+// keepBundle makes the bundle at path the cache of main (an atomic,
+// durable write) and drops the cache of any other commit. A failure costs
+// only a git bundle at the next run.
 func (s *Service) keepBundle(path, main string) {
 	name := bundlePrefix + main + ".bundle"
-	tmp := filepath.Join(s.Dir, name+".new")
-	defer os.Remove(tmp)
-	if err := copyFile(path, tmp); err != nil {
-		return
-	}
-	if err := syncFile(tmp); err != nil || os.Rename(tmp, filepath.Join(s.Dir, name)) != nil {
+	data, err := os.ReadFile(path)
+	if err != nil || fsx.WriteFile(filepath.Join(s.Dir, name), data, 0o600) != nil {
 		return
 	}
 	ents, _ := os.ReadDir(s.Dir)
@@ -106,7 +103,7 @@ func knowledgeMain(dir string) (string, bool) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "refs", "heads", "main")); err == nil {
 		id := strings.TrimSuffix(string(b), "\n")
-		return id, isObjectID(id)
+		return id, isOID(id)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "packed-refs"))
 	if err != nil {
@@ -114,7 +111,7 @@ func knowledgeMain(dir string) (string, bool) {
 	}
 	for _, l := range strings.Split(string(b), "\n") {
 		if id, ref, ok := strings.Cut(l, " "); ok && ref == "refs/heads/main" {
-			return id, isObjectID(id)
+			return id, isOID(id)
 		}
 	}
 	return "", false
@@ -136,23 +133,10 @@ func bundleMain(path string) (string, error) {
 		if err != nil || l == "\n" {
 			return "", fmt.Errorf("%s: no refs/heads/main in its header", path)
 		}
-		if id, ref, ok := strings.Cut(strings.TrimSuffix(l, "\n"), " "); ok && ref == "refs/heads/main" && isObjectID(id) {
+		if id, ref, ok := strings.Cut(strings.TrimSuffix(l, "\n"), " "); ok && ref == "refs/heads/main" && isOID(id) {
 			return id, nil
 		}
 	}
-}
-
-// isObjectID tells a full hex object name (SHA-1 or SHA-256).
-func isObjectID(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return !bytes.Equal([]byte(s), bytes.Repeat([]byte("0"), len(s)))
 }
 
 // copyFile copies src to dst (made new, 0600).
@@ -171,13 +155,4 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return out.Close()
-}
-
-func syncFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
 }
