@@ -137,8 +137,8 @@ roster-task complete asked`)
 	if rec.Gateway == nil || rec.Gateway.Requests != len(all) || rec.Gateway.Refused != 0 {
 		t.Errorf("gateway summary %+v, ledger of %d", rec.Gateway, len(all))
 	}
-	// Only the model call: the box's pid 1 clones ~/knowledge from the
-	// run's bundle, not through the gateway.
+	// Only the model call: the box's pid 1 makes ~/knowledge from the
+	// run's knowledge objects, not through the gateway.
 	if len(all) != 1 || all[0].Kind != "model" || all[0].Provider != "anthropic" || all[0].Status != 200 ||
 		all[0].Path != "/v1/messages" || all[0].InputTokens != 11 || all[0].RequestID != "req_test_1" {
 		t.Errorf("ledger %+v", all)

@@ -47,7 +47,8 @@ roster-task complete learned`)
 	if got := gittest.Git(t, kdir, "rev-parse", repos.KnowledgeRunPrefix+rec.ID); got != head {
 		t.Fatalf("the run's branch is %s, want %s", got, head)
 	}
-	// The clone came from the run's bundle: the gateway served no fetch.
+	// The clone came from the run's knowledge objects: the gateway served
+	// no fetch.
 	for _, l := range ledger(t, f, rec.ID) {
 		if l.Kind == "git" && l.Service == "upload-pack" {
 			t.Errorf("the knowledge clone went through the gateway: %+v", l)

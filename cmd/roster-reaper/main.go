@@ -35,18 +35,19 @@ import (
 // version is set at build time (-ldflags "-X main.version=...").
 var version = "dev"
 
-const usage = `Usage: roster-reaper [--status-fd=N] [--gateway=ADDR,SOCK] [--knowledge=URL,BRANCH[,BUNDLE]] -- COMMAND [ARG]...
+const usage = `Usage: roster-reaper [--status-fd=N] [--gateway=ADDR,SOCK] [--knowledge=URL,BRANCH[,OBJECTS]] -- COMMAND [ARG]...
 
 The box's pid 1: runs COMMAND, forwards signals to it, reaps orphans and
 exits with COMMAND's status (128+N if a signal N killed it).
 
   --status-fd=N         say "signal N" on descriptor N when a signal killed COMMAND
   --gateway=ADDR,SOCK   also relay TCP ADDR to the Unix socket SOCK
-  --knowledge=URL,BRANCH[,BUNDLE]
+  --knowledge=URL,BRANCH[,OBJECTS]
                         first clone URL into $HOME/knowledge and check out a
-                        new BRANCH (empty: stay on main); with BUNDLE (a git
-                        bundle of URL's main) clone that and point origin at
-                        URL; a failure is said on stderr and COMMAND runs
+                        new BRANCH (empty: stay on main); with OBJECTS (a
+                        folder: main, the commit of URL's main, and objects/,
+                        its objects) make the clone from those, origin URL;
+                        a failure is said on stderr and COMMAND runs
                         without it
   --version             print the version and exit
 `
@@ -104,12 +105,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if url, rest, ok := strings.Cut(knowledge, ","); ok {
-		branch, bundle, _ := strings.Cut(rest, ",")
+		branch, objects, _ := strings.Cut(rest, ",")
 		if status >= 0 {
 			unix.CloseOnExec(status) // git must not hold it
 		}
 		dir := os.Getenv("HOME") + "/knowledge"
-		if err := reaper.Knowledge(url, dir, branch, bundle, os.Environ()); err != nil {
+		if err := reaper.Knowledge(url, dir, branch, objects, os.Environ()); err != nil {
 			io.WriteString(stderr, "roster-reaper: the knowledge clone at "+dir+": "+err.Error()+" (the run goes on without it)\n")
 		}
 	}

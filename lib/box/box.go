@@ -156,8 +156,8 @@ func launch(ctx context.Context, s *Spec, briefing []byte, io Stdio, gate chan e
 	}
 	mark(ctx, "container set up")
 	if s.knowledgeDone != nil {
-		<-s.knowledgeDone // written beside the set-up; pid 1 clones from it
-		mark(ctx, "knowledge bundle")
+		<-s.knowledgeDone // written beside the set-up; pid 1 makes ~/knowledge from them
+		mark(ctx, "knowledge objects")
 	}
 	if err := c.Exec(); err != nil {
 		err = fmt.Errorf("start box: %w", err)
@@ -194,8 +194,8 @@ func initArgs(s *Spec) []string {
 				branch = repos.KnowledgeRunPrefix + s.Run
 			}
 			k := "--knowledge=" + BoxGatewayURL + "/git/" + repos.KnowledgeName + "," + branch
-			if s.KnowledgeBundle {
-				k += "," + BoxKnowledgeBundle
+			if s.KnowledgeObjects {
+				k += "," + BoxKnowledge
 			}
 			a = append(a, k)
 		}

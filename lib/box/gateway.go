@@ -68,29 +68,30 @@ func gatewayEnv() []string {
 	}
 }
 
-// BoxKnowledgeBundle is where the box finds its knowledge repo as a
-// bundle (in the run's gateway folder): pid 1 clones ~/knowledge from it.
-const BoxKnowledgeBundle = BoxGatewayDir + "/knowledge.bundle"
+// BoxKnowledge is where the box finds its knowledge repo's main as git
+// objects (a folder in the run's gateway folder: main, objects/pack):
+// pid 1 makes ~/knowledge from them.
+const BoxKnowledge = BoxGatewayDir + "/knowledge"
 
-// writeKnowledgeBundle starts writing the run's knowledge bundle into
-// its gateway folder, beside the container's set-up (launch waits for it
-// before the box's command may start: KnowledgeBundle and knowledgeDone
-// in s). A failure is said on stderr; pid 1 then finds no bundle and
-// clones through the gateway instead.
-func writeKnowledgeBundle(s *Spec, gw Gateway) {
-	kb, ok := gw.(interface {
-		KnowledgeBundle(ctx context.Context, path string) error
+// writeKnowledgeObjects starts writing the run's knowledge objects into
+// its gateway folder, beside the container's set-up (launch waits for
+// them before the box's command may start: KnowledgeObjects and
+// knowledgeDone in s). A failure is said on stderr; pid 1 then finds
+// none and clones through the gateway instead.
+func writeKnowledgeObjects(s *Spec, gw Gateway) {
+	ko, ok := gw.(interface {
+		KnowledgeObjects(ctx context.Context, dir string) error
 	})
 	if s.Knowledge == "" || !ok {
 		return
 	}
 	done := make(chan struct{})
-	s.KnowledgeBundle, s.knowledgeDone = true, done
+	s.KnowledgeObjects, s.knowledgeDone = true, done
 	go func() {
 		defer close(done)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := kb.KnowledgeBundle(ctx, filepath.Join(gatewayDir(s.Run), filepath.Base(BoxKnowledgeBundle))); err != nil {
+		if err := ko.KnowledgeObjects(ctx, filepath.Join(gatewayDir(s.Run), filepath.Base(BoxKnowledge))); err != nil {
 			fmt.Fprintf(os.Stderr, "roster-box: run %s: %v (the box clones its knowledge through the gateway)\n", s.Run, err)
 		}
 	}()

@@ -77,13 +77,14 @@ type served struct {
 	git *repos.Service // nil: no git route
 }
 
-// KnowledgeBundle writes the run's knowledge repo as a bundle at path
-// (nothing without one): what the box's pid 1 clones ~/knowledge from.
-func (s *served) KnowledgeBundle(ctx context.Context, path string) error {
+// KnowledgeObjects writes the run's knowledge repo's main as git objects
+// into the folder dir (nothing without one): what the box's pid 1 makes
+// ~/knowledge from.
+func (s *served) KnowledgeObjects(ctx context.Context, dir string) error {
 	if s.git == nil {
 		return nil
 	}
-	return s.git.BundleKnowledge(ctx, path)
+	return s.git.KnowledgeObjects(ctx, dir)
 }
 
 func (s *served) Serve(l net.Listener) error { return s.g.Serve(l) }

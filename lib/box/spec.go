@@ -29,10 +29,11 @@ type Spec struct {
 	// at ~/knowledge on run/RUN), "read" (cloned on main, pushes refused)
 	// or "" (none: no gateway, or no git on the host).
 	Knowledge string
-	// KnowledgeBundle tells that the knowledge repo is being written as a
-	// bundle at BoxKnowledgeBundle (with the gateway): pid 1 clones from it.
-	KnowledgeBundle bool
-	knowledgeDone   chan struct{} // closed once the bundle is written (or failed)
+	// KnowledgeObjects tells that the knowledge repo's main is being
+	// written as git objects at BoxKnowledge (with the gateway): pid 1
+	// makes ~/knowledge from them.
+	KnowledgeObjects bool
+	knowledgeDone    chan struct{} // closed once they are written (or failed)
 
 	// Host paths.
 	Store        string            // data/workers/W/store

@@ -277,8 +277,14 @@ func (s *Supervision) serveGateway(r *supervised) error {
 	}
 	r.gw, r.gwDone = gw, make(chan struct{})
 	go func() { _ = gw.Serve(l); close(r.gwDone) }()
-	writeKnowledgeBundle(sp, gw)
-	r.closers = append(r.closers, func() { r.stopGateway(); RemoveGatewayDir(sp.Run) })
+	writeKnowledgeObjects(sp, gw)
+	r.closers = append(r.closers, func() {
+		if sp.knowledgeDone != nil {
+			<-sp.knowledgeDone // a box that never started: its objects' writing ends with the run
+		}
+		r.stopGateway()
+		RemoveGatewayDir(sp.Run)
+	})
 	return nil
 }
 

@@ -15,15 +15,16 @@ import (
 // not answer starts without it rather than not at all.
 const KnowledgeTimeout = 2 * time.Minute
 
-// Knowledge clones the run's knowledge repo into dir with the box's own
-// git, as the box user, and checks out branch, the run's own (empty: stay
-// on main, a read-only clone). With a bundle (the host's copy of main,
-// written for this run) it clones from that, with origin at url (the
-// gateway's /git/knowledge), which fetches and pushes go to; without one,
-// or if that fails, it clones url itself. The host never checks out a
-// tree (docs/repos.md). An error says why; the box goes on without
+// Knowledge makes the run's knowledge repo a clone at dir, with the
+// box's own git, as the box user, on branch, the run's own (empty: stay
+// on main, a read-only clone). Its origin is url (the gateway's
+// /git/knowledge), which fetches and pushes go to. With objects (the
+// host's copy of main as git objects, written for this run: see
+// fromObjects) it is made from those with one git process; without them,
+// or if that fails, it clones url. The host never checks out a tree
+// (docs/repos.md). An error says why; the box goes on without
 // ~/knowledge.
-func Knowledge(url, dir, branch, bundle string, env []string) error {
+func Knowledge(url, dir, branch, objects string, env []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), KnowledgeTimeout)
 	defer cancel()
 	git := func(args ...string) error {
@@ -43,21 +44,14 @@ func Knowledge(url, dir, branch, bundle string, env []string) error {
 		}
 		return nil
 	}
-	cloned := false
-	if bundle != "" {
-		if _, err := os.Stat(bundle); err == nil {
-			// url read from the bundle for this clone alone: origin stays
-			// url (one git less than a clone of the bundle and a set-url).
-			err = git("-c", "url."+bundle+".insteadOf="+url, "clone", "--quiet", "--branch", "main", "--", url, dir)
-			if cloned = err == nil; !cloned {
-				os.RemoveAll(dir) // the gateway's clone below starts afresh
-			}
+	if objects != "" {
+		if fromObjects(objects, url, dir, branch, git) == nil {
+			return nil
 		}
+		os.RemoveAll(dir) // the gateway's clone below starts afresh
 	}
-	if !cloned {
-		if err := git("clone", "--quiet", "--", url, dir); err != nil {
-			return err
-		}
+	if err := git("clone", "--quiet", "--", url, dir); err != nil {
+		return err
 	}
 	if branch == "" {
 		return nil
@@ -66,6 +60,93 @@ func Knowledge(url, dir, branch, bundle string, env []string) error {
 		return nil
 	}
 	return git("-C", dir, "checkout", "--quiet", "-b", branch)
+}
+
+// fromObjects makes at dir the clone `git clone url` would, then `git
+// checkout -b branch` (none: on main), from the folder objects: the
+// commit of main in objects/main and main's objects in objects/objects,
+// which the clone borrows (objects/info/alternates, as `git clone
+// --shared` does; they stay for the box's life and are read-only in
+// it). pid 1 writes the repo's few files itself and git checks out the
+// tree: one git process, where a clone from a bundle ran three (clone,
+// index-pack, rev-list). Anything unexpected is an error; the caller
+// then clones url.
+func fromObjects(objects, url, dir, branch string, git func(...string) error) error {
+	b, err := os.ReadFile(filepath.Join(objects, "main"))
+	if err != nil {
+		return err
+	}
+	main := strings.TrimSuffix(string(b), "\n")
+	if !objectID(main) {
+		return errors.New("no commit in " + objects + "/main")
+	}
+	if branch != "" && !plainBranch(branch) || strings.ContainsAny(url, "\n\"\\") {
+		return errors.New("the branch or the URL is not as expected")
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err // dir is new: nothing else may be there
+	}
+	gitDir := filepath.Join(dir, ".git")
+	for _, d := range []string{"objects/info", "objects/pack", "refs/tags", "refs/remotes/origin"} {
+		if err := os.MkdirAll(filepath.Join(gitDir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	head := "main"
+	if branch != "" {
+		head = branch
+	}
+	files := [][2]string{
+		{"config", cloneConfig(url, len(main))},
+		{"objects/info/alternates", filepath.Join(objects, "objects") + "\n"},
+		{"refs/heads/main", main + "\n"},
+		{"refs/heads/" + head, main + "\n"},
+		{"refs/remotes/origin/main", main + "\n"},
+		{"refs/remotes/origin/HEAD", "ref: refs/remotes/origin/main\n"},
+		{"HEAD", "ref: refs/heads/" + head + "\n"},
+	}
+	for _, f := range files {
+		p := filepath.Join(gitDir, filepath.FromSlash(f[0]))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(f[1]), 0o644); err != nil {
+			return err
+		}
+	}
+	return git("-C", dir, "read-tree", "--reset", "-u", "HEAD")
+}
+
+// cloneConfig is the .git/config `git clone url` writes: origin is url,
+// main tracks it. idLen is the length of an object name (64: SHA-256).
+func cloneConfig(url string, idLen int) string {
+	core := "[core]\n\trepositoryformatversion = 0\n"
+	if idLen == 64 {
+		core = "[core]\n\trepositoryformatversion = 1\n"
+	}
+	core += "\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n"
+	if idLen == 64 {
+		core += "[extensions]\n\tobjectformat = sha256\n"
+	}
+	return core + "[remote \"origin\"]\n\turl = \"" + url + "\"\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n" +
+		"[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n"
+}
+
+// plainBranch tells a branch name fromObjects may write as a file under
+// refs/heads: slash-separated parts of letters, digits, '-', '_' and '.'
+// (no part empty or starting with '.', no ".lock" end), such as run/RUN.
+func plainBranch(b string) bool {
+	for _, part := range strings.Split(b, "/") {
+		if part == "" || part[0] == '.' || strings.HasSuffix(part, ".lock") {
+			return false
+		}
+		for _, c := range []byte(part) {
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+				return false
+			}
+		}
+	}
+	return b != "main" && b != "HEAD"
 }
 
 // startBranch makes branch at the commit main is on in the fresh clone

@@ -20,8 +20,9 @@ func git(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// A bare "knowledge" repo with one commit on main; its bundle.
-func knowledgeRepo(t *testing.T) (bare, bundle, head string) {
+// A bare "knowledge" repo with one commit on main, and main as the
+// folder of objects the host writes for a run (main, objects/pack).
+func knowledgeRepo(t *testing.T) (bare, objects, head string) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
@@ -30,75 +31,141 @@ func knowledgeRepo(t *testing.T) (bare, bundle, head string) {
 	git(t, dir, "init", "-q", "--bare", "--initial-branch=main", bare)
 	work := filepath.Join(dir, "w")
 	git(t, dir, "clone", "-q", bare, work)
+	os.MkdirAll(filepath.Join(work, "topics"), 0o755)
 	os.WriteFile(filepath.Join(work, "notes.md"), []byte("learned\n"), 0o644)
-	git(t, work, "add", "notes.md")
+	os.WriteFile(filepath.Join(work, "topics", "git.md"), []byte("alternates\n"), 0o644)
+	os.WriteFile(filepath.Join(work, "run.sh"), []byte("#!/bin/sh\n"), 0o755)
+	git(t, work, "add", ".")
 	git(t, work, "commit", "-q", "-m", "learned")
 	git(t, work, "push", "-q", "origin", "HEAD:main")
-	bundle = filepath.Join(dir, "knowledge.bundle")
-	git(t, bare, "bundle", "create", "--quiet", bundle, "HEAD", "refs/heads/main")
-	return bare, bundle, git(t, bare, "rev-parse", "main")
+	head = git(t, bare, "rev-parse", "main")
+	objects = filepath.Join(dir, "objects-for-run")
+	writeObjects(t, bare, objects, head)
+	return bare, objects, head
 }
 
-// From the bundle: the clone has main's commit, is on the run's branch,
-// and its origin is the URL (fetches and pushes go there, not to the
-// bundle); a missing or broken bundle falls back to cloning the URL.
-func TestKnowledgeFromABundleOrTheURL(t *testing.T) {
-	bare, bundle, head := knowledgeRepo(t)
+// writeObjects writes commit and all it reaches into the folder objects
+// as the host does (repos.KnowledgeObjects): objects/main and one pack.
+func writeObjects(t *testing.T, bare, objects, commit string) {
+	t.Helper()
+	pack := filepath.Join(objects, "objects", "pack")
+	os.MkdirAll(pack, 0o755)
+	cmd := exec.Command("git", "--git-dir="+bare, "pack-objects", "--revs", "-q", filepath.Join(pack, "pack"))
+	cmd.Stdin = strings.NewReader(commit + "\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("pack-objects: %v\n%s", err, out)
+	}
+	os.WriteFile(filepath.Join(objects, "main"), []byte(commit+"\n"), 0o644)
+}
+
+// cloneAs checks that dir is what `git clone URL` then `git checkout -b
+// branch` leave: main's commit and tree, clean, on branch, origin URL,
+// main tracking origin/main, and a repo git works in (a commit moves the
+// branch alone).
+func cloneAs(t *testing.T, dir, url, branch, head string) {
+	t.Helper()
+	if got := git(t, dir, "rev-parse", "HEAD"); got != head {
+		t.Errorf("HEAD %s, want main's %s", got, head)
+	}
+	if got := git(t, dir, "branch", "--show-current"); got != branch {
+		t.Errorf("on %q, want %q", got, branch)
+	}
+	if got := git(t, dir, "remote", "get-url", "origin"); got != url {
+		t.Errorf("origin %q, want the URL %q", got, url)
+	}
+	if got := git(t, dir, "rev-parse", "origin/main", "origin/HEAD"); got != head+"\n"+head {
+		t.Errorf("origin/main and origin/HEAD: %q", got)
+	}
+	if got := git(t, dir, "rev-parse", "--abbrev-ref", "main@{upstream}"); got != "origin/main" {
+		t.Errorf("main tracks %q", got)
+	}
+	if got := git(t, dir, "status", "--porcelain"); got != "" {
+		t.Errorf("the clone is not clean:\n%s", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "topics", "git.md")); err != nil || string(b) != "alternates\n" {
+		t.Errorf("topics/git.md: %q %v", b, err)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "run.sh")); err != nil || st.Mode().Perm()&0o100 == 0 {
+		t.Errorf("run.sh lost its mode: %v %v", st, err)
+	}
+	git(t, dir, "fsck", "--no-progress")
+	git(t, dir, "-c", "user.name=w", "-c", "user.email=w@x", "commit", "-q", "--allow-empty", "-m", "learned")
+	if got := git(t, dir, "rev-parse", "HEAD~1"); got != head {
+		t.Errorf("after a commit, HEAD~1 is %s, want %s", got, head)
+	}
+	if got := git(t, dir, "rev-parse", "main"); branch != "main" && got != head {
+		t.Errorf("a commit on %s moved main to %s", branch, got)
+	}
+}
+
+// From the run's objects (with an unreachable URL: nothing is fetched)
+// the clone is as git's own, and origin is the URL (fetches and pushes
+// go there); missing or broken objects fall back to cloning the URL.
+func TestKnowledgeFromObjectsOrTheURL(t *testing.T) {
+	bare, objects, head := knowledgeRepo(t)
 	env := append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
-	bad := filepath.Join(t.TempDir(), "bad.bundle")
-	os.WriteFile(bad, []byte("# v2 git bundle\nnot one\n"), 0o644)
-	for name, b := range map[string]string{"bundle": bundle, "no bundle": "", "missing": "/nonexistent/k.bundle", "broken": bad} {
-		t.Run(name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "knowledge")
-			if err := Knowledge(bare, dir, "run/r1", b, env); err != nil {
-				t.Fatal(err)
-			}
-			if got := git(t, dir, "rev-parse", "HEAD"); got != head {
-				t.Errorf("HEAD %s, want main's %s", got, head)
-			}
-			if got := git(t, dir, "branch", "--show-current"); got != "run/r1" {
-				t.Errorf("on %q, want run/r1", got)
-			}
-			if got := git(t, dir, "remote", "get-url", "origin"); got != bare {
-				t.Errorf("origin %q, want the URL %q", got, bare)
-			}
-			if got := git(t, dir, "rev-parse", "origin/main"); got != head {
-				t.Errorf("origin/main %s", got)
-			}
-			if got := git(t, dir, "status", "--porcelain"); got != "" {
-				t.Errorf("the clone is not clean:\n%s", got)
-			}
-			// The branch is git's own: a commit on it moves it, main stays.
-			git(t, dir, "-c", "user.name=w", "-c", "user.email=w@x", "commit", "-q", "--allow-empty", "-m", "learned")
-			if got := git(t, dir, "rev-parse", "run/r1~1", "main"); got != head+"\n"+head {
-				t.Errorf("after a commit, run/r1~1 and main are %q, want %s twice", got, head)
-			}
-		})
-	}
-	// The bundle is what is read: an unreachable URL still clones, and
-	// stays origin.
 	gone := "http://127.0.0.1:9/git/knowledge"
-	dir0 := filepath.Join(t.TempDir(), "knowledge")
-	if err := Knowledge(gone, dir0, "run/r2", bundle, env); err != nil {
-		t.Fatalf("the clone did not come from the bundle: %v", err)
+	for _, branch := range []string{"run/r1", ""} {
+		dir := filepath.Join(t.TempDir(), "knowledge")
+		if err := Knowledge(gone, dir, branch, objects, env); err != nil {
+			t.Fatalf("the clone did not come from the objects: %v", err)
+		}
+		want := branch
+		if want == "" {
+			want = "main"
+		}
+		cloneAs(t, dir, gone, want, head)
+		if b, _ := os.ReadFile(filepath.Join(dir, ".git", "objects", "info", "alternates")); string(b) != filepath.Join(objects, "objects")+"\n" {
+			t.Errorf("alternates %q", b)
+		}
 	}
-	if got := git(t, dir0, "remote", "get-url", "origin"); got != gone {
-		t.Errorf("origin %q, want %q", got, gone)
-	}
-	if got := git(t, dir0, "rev-parse", "HEAD"); got != head {
-		t.Errorf("HEAD %s, want %s", got, head)
-	}
-	// Read-only: no branch, on main.
+	// A push from such a clone carries the objects it borrows: the bare
+	// repo gets a new main whose parent came from the objects.
 	dir := filepath.Join(t.TempDir(), "knowledge")
-	if err := Knowledge(bare, dir, "", bundle, env); err != nil {
+	if err := Knowledge(bare, dir, "run/r2", objects, env); err != nil {
 		t.Fatal(err)
 	}
-	if got := git(t, dir, "branch", "--show-current"); got != "main" {
-		t.Errorf("a read-only clone is on %q, want main", got)
+	os.WriteFile(filepath.Join(dir, "more.md"), []byte("more\n"), 0o644)
+	git(t, dir, "add", "more.md")
+	git(t, dir, "-c", "user.name=w", "-c", "user.email=w@x", "commit", "-q", "-m", "more")
+	git(t, dir, "push", "-q", "origin", "HEAD:main")
+	if got := git(t, bare, "rev-parse", "main~1"); got != head {
+		t.Errorf("pushed main~1 is %s, want %s", got, head)
+	}
+	git(t, bare, "fsck", "--no-progress")
+
+	broken := t.TempDir()
+	writeObjects(t, bare, broken, head)
+	os.WriteFile(filepath.Join(broken, "main"), []byte("not a commit\n"), 0o644)
+	packless := t.TempDir()
+	writeObjects(t, bare, packless, head)
+	os.RemoveAll(filepath.Join(packless, "objects"))
+	for name, o := range map[string]string{"no objects": "", "missing": "/nonexistent/knowledge", "broken main": broken, "no pack": packless} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "knowledge")
+			if err := Knowledge(bare, dir, "run/r1", o, env); err != nil {
+				t.Fatal(err)
+			}
+			cloneAs(t, dir, bare, "run/r1", git(t, bare, "rev-parse", "main"))
+			if _, err := os.Stat(filepath.Join(dir, ".git", "objects", "info", "alternates")); err == nil {
+				t.Error("a clone of the URL borrows objects")
+			}
+		})
 	}
 	// Neither: the error says why.
 	if err := Knowledge("/nonexistent/k.git", filepath.Join(t.TempDir(), "k"), "", "", env); err == nil || !strings.Contains(err.Error(), "git clone") {
 		t.Errorf("err %v", err)
+	}
+}
+
+// fromObjects writes only a branch name it can put in a file as is.
+func TestPlainBranch(t *testing.T) {
+	for b, want := range map[string]bool{"run/2026-12-07-20-42-36-uk4v": true, "topic": true, "a/b_c.d": true,
+		"": false, "main": false, "HEAD": false, "../x": false, "/abs": false, "a//b": false, ".hidden": false,
+		"x.lock": false, "a b": false, "a\nb": false, "a~1": false, "a:b": false, "x/": false} {
+		if got := plainBranch(b); got != want {
+			t.Errorf("plainBranch(%q) = %v, want %v", b, got, want)
+		}
 	}
 }
 
