@@ -149,6 +149,8 @@ func TestEgressRefusals(t *testing.T) {
 		{"8.8.8.8:443", runs.RefuseIPLiteral},
 		{"140.82.112.3:443", runs.RefuseIPLiteral},
 		{"[2606:4700::1111]:443", runs.RefuseIPLiteral},
+		{"100.128.0.1:443", runs.RefuseIPLiteral},
+		{"[2a00:1450:4001::200e]:443", runs.RefuseIPLiteral},
 		{"granted.test:443", runs.RefusePrivateAddress},
 		{"lan.granted.test:443", runs.RefusePrivateAddress},
 		{"cgnat.granted.test:443", runs.RefusePrivateAddress},

@@ -132,7 +132,7 @@ func cloneConfig(url string, idLen int) string {
 		"[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n"
 }
 
-// plainBranch tells a branch name fromObjects may write as a file under
+// plainBranch tells a branch name fromObjects and startBranch may write as a file under
 // refs/heads: slash-separated parts of letters, digits, '-', '_' and '.'
 // (no part empty or starting with '.', no ".lock" end), such as run/RUN.
 func plainBranch(b string) bool {
@@ -165,7 +165,7 @@ func startBranch(dir, branch string) error {
 		return err
 	}
 	id := strings.TrimSuffix(string(b), "\n")
-	if !objectID(id) || strings.Contains(branch, "..") || strings.HasPrefix(branch, "/") {
+	if !objectID(id) || !plainBranch(branch) {
 		return errors.New("main or the branch is not as expected")
 	}
 	ref := filepath.Join(gitDir, "refs", "heads", filepath.FromSlash(branch))

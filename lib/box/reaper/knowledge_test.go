@@ -191,7 +191,7 @@ func TestStartBranchOnlyFromAFreshMain(t *testing.T) {
 	if err := startBranch(dir, "run/r1"); err == nil {
 		t.Error("made a branch that exists")
 	}
-	for _, b := range []string{"../x", "/abs"} {
+	for _, b := range []string{"../x", "/abs", "a b", "x.lock"} {
 		if err := startBranch(dir, b); err == nil {
 			t.Errorf("made branch %q", b)
 		}
@@ -199,5 +199,37 @@ func TestStartBranchOnlyFromAFreshMain(t *testing.T) {
 	git(t, dir, "pack-refs", "--all")
 	if err := startBranch(dir, "run/r3"); err == nil {
 		t.Error("main packed: made a branch")
+	}
+}
+
+// A SHA-256 repo's objects make a clone git reads as SHA-256 (its config
+// says so), as a clone of it would be.
+func TestKnowledgeFromSHA256Objects(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	dir := t.TempDir()
+	work := filepath.Join(dir, "w")
+	git(t, dir, "init", "-q", "--object-format=sha256", "--initial-branch=main", work)
+	os.MkdirAll(filepath.Join(work, "topics"), 0o755)
+	os.WriteFile(filepath.Join(work, "topics", "git.md"), []byte("alternates\n"), 0o644)
+	os.WriteFile(filepath.Join(work, "run.sh"), []byte("#!/bin/sh\n"), 0o755)
+	git(t, work, "add", ".")
+	git(t, work, "commit", "-q", "-m", "learned")
+	bare := filepath.Join(work, ".git") // git 2.39 cannot push SHA-256 into a bare repo; its own objects serve
+	head := git(t, work, "rev-parse", "main")
+	if len(head) != 64 {
+		t.Fatalf("not a SHA-256 repo: %s", head)
+	}
+	objects := filepath.Join(dir, "objects-for-run")
+	writeObjects(t, bare, objects, head)
+	clone := filepath.Join(t.TempDir(), "knowledge")
+	gone := "http://127.0.0.1:9/git/knowledge"
+	if err := Knowledge(gone, clone, "run/r1", objects, append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")); err != nil {
+		t.Fatalf("the clone did not come from the objects: %v", err)
+	}
+	cloneAs(t, clone, gone, "run/r1", head)
+	if got := git(t, clone, "rev-parse", "--show-object-format"); got != "sha256" {
+		t.Errorf("object format %q", got)
 	}
 }
