@@ -132,12 +132,15 @@ func cloneConfig(url string, idLen int) string {
 		"[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n"
 }
 
-// plainBranch tells a branch name fromObjects and startBranch may write as a file under
-// refs/heads: slash-separated parts of letters, digits, '-', '_' and '.'
-// (no part empty or starting with '.', no ".lock" end), such as run/RUN.
+// plainBranch tells a branch name fromObjects and startBranch may write
+// as a file under refs/heads: slash-separated parts of letters, digits,
+// '-', '_' and '.' that git check-ref-format also takes (no part empty,
+// starting or ending with '.', holding "..", or ending ".lock"), such as
+// run/RUN.
 func plainBranch(b string) bool {
 	for _, part := range strings.Split(b, "/") {
-		if part == "" || part[0] == '.' || strings.HasSuffix(part, ".lock") {
+		if part == "" || part[0] == '.' || part[len(part)-1] == '.' ||
+			strings.Contains(part, "..") || strings.HasSuffix(part, ".lock") {
 			return false
 		}
 		for _, c := range []byte(part) {

@@ -162,7 +162,8 @@ func TestKnowledgeFromObjectsOrTheURL(t *testing.T) {
 func TestPlainBranch(t *testing.T) {
 	for b, want := range map[string]bool{"run/2026-12-07-20-42-36-uk4v": true, "topic": true, "a/b_c.d": true,
 		"": false, "main": false, "HEAD": false, "../x": false, "/abs": false, "a//b": false, ".hidden": false,
-		"x.lock": false, "a b": false, "a\nb": false, "a~1": false, "a:b": false, "x/": false} {
+		"x.lock": false, "a b": false, "a\nb": false, "a~1": false, "a:b": false, "x/": false,
+		"a..b": false, "a.": false, "run/x.": false} {
 		if got := plainBranch(b); got != want {
 			t.Errorf("plainBranch(%q) = %v, want %v", b, got, want)
 		}
@@ -216,13 +217,13 @@ func TestKnowledgeFromSHA256Objects(t *testing.T) {
 	os.WriteFile(filepath.Join(work, "run.sh"), []byte("#!/bin/sh\n"), 0o755)
 	git(t, work, "add", ".")
 	git(t, work, "commit", "-q", "-m", "learned")
-	bare := filepath.Join(work, ".git") // git 2.39 cannot push SHA-256 into a bare repo; its own objects serve
+	source := filepath.Join(work, ".git") // git 2.39 cannot push SHA-256 into a bare repo; its own objects serve
 	head := git(t, work, "rev-parse", "main")
 	if len(head) != 64 {
 		t.Fatalf("not a SHA-256 repo: %s", head)
 	}
 	objects := filepath.Join(dir, "objects-for-run")
-	writeObjects(t, bare, objects, head)
+	writeObjects(t, source, objects, head)
 	clone := filepath.Join(t.TempDir(), "knowledge")
 	gone := "http://127.0.0.1:9/git/knowledge"
 	if err := Knowledge(gone, clone, "run/r1", objects, append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")); err != nil {
